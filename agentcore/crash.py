@@ -1,10 +1,10 @@
 """Crash points: where a run can die, and the exception that kills it.
 
-Rules: every crash point is one call of a hook at an I/O boundary, with a kind and a label such
-as "tracker-accepted create_issue call_2". A crash is a `Crash`, derived from BaseException so
-that no `except Exception` in a loop can swallow it (it stands for a panic or a kill). The
-harness throws away everything the crashed run held in memory and starts a new run object from
-the checkpoint file and the surviving stand-ins.
+Rules: every crash point is one call of a hook at an I/O boundary, with a kind and a detail; the
+point's label is "kind detail", e.g. "tracker-accepted create_issue call_2". A crash is a `Crash`,
+derived from BaseException so that no `except Exception` in a loop can swallow it (it stands for a
+panic or a kill). The harness throws away everything the crashed run held in memory and starts a
+new run object from the checkpoint file and the surviving stand-ins.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class Kind(StrEnum):
     TRACKER_ACCEPTED = "tracker-accepted"
     TOOL_RETURNED = "tool-returned"
     TOOL_FAILED = "tool-failed"
+    LOOKUP_ANSWERED = "lookup-answered"
     RESULT_SAVED = "result-saved"
     SAVE_HALF_DONE = "save-half-done"
     SAVE_RENAMED = "save-renamed"
@@ -26,36 +27,45 @@ class Kind(StrEnum):
     DECISION_SAVED = "decision-saved"
 
 
+def label(kind: str, detail: str) -> str:
+    return f"{kind} {detail}"
+
+
 class Crash(BaseException):
     """The run dies here. Never caught by a loop; only the harness catches it."""
 
-    def __init__(self, index: int, kind: str, label: str) -> None:
-        super().__init__(f"crash at point {index}: {kind} {label}")
+    def __init__(self, index: int, kind: str, detail: str) -> None:
+        super().__init__(f"crash at point {index}: {label(kind, detail)}")
         self.index = index
         self.kind = kind
-        self.label = label
+        self.label = label(kind, detail)
 
 
 class Hook(Protocol):
-    def __call__(self, kind: str, label: str) -> None: ...
+    def __call__(self, kind: str, detail: str) -> None: ...
 
 
-def no_crash(kind: str, label: str) -> None:
+def no_crash(kind: str, detail: str) -> None:
     """The hook of a run that nobody is sweeping."""
 
 
 class CrashPlan:
-    """Counts the points one run passes, lists them, and crashes at the chosen one (1-based)."""
+    """Counts the points one process passes and crashes at the chosen one (1-based).
+
+    With `record`, it also lists every point as (kind, label): the sweep records the points of the
+    uninterrupted run and of each once-scenario's restart, and only counts everywhere else.
+    """
 
     __slots__ = ("crash_at", "count", "points")
 
-    def __init__(self, crash_at: int | None = None) -> None:
+    def __init__(self, crash_at: int | None = None, record: bool = False) -> None:
         self.crash_at = crash_at
         self.count = 0
-        self.points: list[tuple[str, str]] = []
+        self.points: list[tuple[str, str]] | None = [] if record else None
 
-    def __call__(self, kind: str, label: str) -> None:
+    def __call__(self, kind: str, detail: str) -> None:
         self.count += 1
-        self.points.append((kind, label))
+        if self.points is not None:
+            self.points.append((kind, label(kind, detail)))
         if self.count == self.crash_at:
-            raise Crash(self.count, kind, label)
+            raise Crash(self.count, kind, detail)

@@ -1,0 +1,225 @@
+"""Job files: what the scripted model will ask for, and the tools it may call.
+
+Rules:
+- A job is JSON: {"name", "tools", "turns"}. `tools` maps a tool name to its declaration:
+  {"op": one of OPS, "read_only", "idempotent", "sends_key", "lookup", "approval"} (flags default
+  to false). `turns` is a list of replies: each but the last is {"calls": [{"id", "tool",
+  "args"}]}, the last is {"final": "text"}. Call IDs are unique within the job.
+- An argument may be {"$result": CALL_ID, "field": NAME}: the model fills in that field of an
+  earlier turn's result (the model cannot see a result of its own turn).
+- A declaration may not contradict its op: search is read-only, the others change the tracker;
+  label (set a label) is idempotent by nature.
+- Every problem is a JobError "FILE: FIELD: PROBLEM". Size and nesting are bounded so that a
+  hostile file costs little.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+OPS = ("create_issue", "comment", "search", "label")
+FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
+MAX_BYTES = 1_000_000
+MAX_DEPTH = 20
+MAX_CALLS = 500
+BUILTIN = {"triage": "triage.json"}
+
+
+class JobError(ValueError):
+    """A job file is unusable; the message names the file, the field and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    op: str
+    read_only: bool = False
+    idempotent: bool = False
+    sends_key: bool = False
+    lookup: bool = False
+    approval: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    id: str
+    tool: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    name: str
+    tools: dict[str, Tool]
+    turns: tuple[tuple[Call, ...], ...]  # the replies with tool calls, in order
+    final: str
+    source: str  # the file (or "builtin:NAME") it came from
+
+    def changing_calls(self) -> list[Call]:
+        return [c for t in self.turns for c in t if not self.tools[c.tool].read_only]
+
+
+def load(path: str) -> Job:
+    """A job from a file path, or a built-in job by name ("triage")."""
+    if path in BUILTIN:
+        text = resources.files("agentcore").joinpath("jobfiles", BUILTIN[path]).read_bytes()
+        return parse(text, f"builtin:{path}")
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_BYTES:
+            raise JobError(f"{path}: file: larger than {MAX_BYTES} bytes")
+        raw = p.read_bytes()
+    except OSError as e:
+        raise JobError(f"{path}: file: cannot read ({e.strerror})") from None
+    return parse(raw, path)
+
+
+def parse(raw: bytes | str, source: str) -> Job:
+    if len(raw) > MAX_BYTES:
+        raise JobError(f"{source}: file: larger than {MAX_BYTES} bytes")
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise JobError(f"{source}: file: not valid JSON ({e})") from None
+    return _Checker(source).job(data)
+
+
+class _Checker:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, field: str, problem: str) -> JobError:
+        return JobError(f"{self.source}: {field}: {problem}")
+
+    def depth(self, value: Any, field: str, level: int = 0) -> None:
+        if level > MAX_DEPTH:
+            raise self.fail(field, f"nested deeper than {MAX_DEPTH} levels")
+        if isinstance(value, dict):
+            for v in value.values():
+                self.depth(v, field, level + 1)
+        elif isinstance(value, list):
+            for v in value:
+                self.depth(v, field, level + 1)
+
+    def obj(self, value: Any, field: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(field, f"must be an object, not {type(value).__name__}")
+        return value
+
+    def text(self, value: Any, field: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(field, "must be a non-empty string")
+        if len(value) > 200 and field.endswith(("name", ".id", ".tool")):
+            raise self.fail(field, "longer than 200 characters")
+        return value
+
+    def job(self, data: Any) -> Job:
+        self.depth(data, "file")
+        data = self.obj(data, "file")
+        unknown = set(data) - {"name", "description", "tools", "turns"}
+        if unknown:
+            raise self.fail(sorted(unknown)[0], "unknown field")
+        name = self.text(data.get("name"), "name")
+        tools = self.tools(data.get("tools"))
+        raw_turns = data.get("turns")
+        if not isinstance(raw_turns, list) or not raw_turns:
+            raise self.fail("turns", "must be a non-empty list")
+        seen: dict[str, int] = {}  # call id -> turn index
+        turns: list[tuple[Call, ...]] = []
+        final = None
+        for i, t in enumerate(raw_turns):
+            field = f"turns[{i}]"
+            t = self.obj(t, field)
+            last = i == len(raw_turns) - 1
+            if last:
+                if set(t) != {"final"}:
+                    raise self.fail(field, 'the last turn must be {"final": "text"}')
+                final = self.text(t["final"], field + ".final")
+                continue
+            if set(t) != {"calls"}:
+                raise self.fail(field, 'must be {"calls": [...]} (only the last turn is final)')
+            calls = t["calls"]
+            if not isinstance(calls, list) or not calls:
+                raise self.fail(field + ".calls", "must be a non-empty list")
+            turns.append(tuple(self.call(c, f"{field}.calls[{j}]", i, tools, seen) for j, c in enumerate(calls)))
+            if len(seen) > MAX_CALLS:
+                raise self.fail(field, f"more than {MAX_CALLS} calls in the job")
+        assert final is not None
+        return Job(name, tools, tuple(turns), final, self.source)
+
+    def tools(self, value: Any) -> dict[str, Tool]:
+        value = self.obj(value, "tools")
+        if not value:
+            raise self.fail("tools", "declares no tool")
+        tools = {}
+        for name, decl in value.items():
+            field = f"tools.{name}"
+            self.text(name, field + ".name")
+            decl = self.obj(decl, field)
+            unknown = set(decl) - {"op", *FLAGS}
+            if unknown:
+                raise self.fail(f"{field}.{sorted(unknown)[0]}", "unknown field")
+            op = decl.get("op")
+            if op not in OPS:
+                raise self.fail(field + ".op", f"must be one of {', '.join(OPS)}")
+            flags = {}
+            for flag in FLAGS:
+                v = decl.get(flag, False)
+                if not isinstance(v, bool):
+                    raise self.fail(f"{field}.{flag}", "must be true or false")
+                flags[flag] = v
+            if op == "search" and not flags["read_only"]:
+                raise self.fail(field + ".read_only", "search changes nothing: declare it read_only")
+            if op != "search" and flags["read_only"]:
+                raise self.fail(field + ".read_only", f"{op} changes the tracker: it cannot be read_only")
+            if op == "label":
+                flags["idempotent"] = True
+            tools[name] = Tool(name, op, **flags)
+        return tools
+
+    def call(self, value: Any, field: str, turn: int, tools: dict[str, Tool], seen: dict[str, int]) -> Call:
+        value = self.obj(value, field)
+        if set(value) != {"id", "tool", "args"}:
+            raise self.fail(field, "a call has exactly the fields id, tool, args")
+        cid = self.text(value["id"], field + ".id")
+        if cid in seen:
+            raise self.fail(field + ".id", f"call ID {cid!r} is used twice")
+        tool = self.text(value["tool"], field + ".tool")
+        if tool not in tools:
+            raise self.fail(field + ".tool", f"unknown tool {tool!r} (declared: {', '.join(tools)})")
+        args = self.obj(value["args"], field + ".args")
+        self.refs(args, field + ".args", turn, seen)
+        seen[cid] = turn
+        return Call(cid, tool, args)
+
+    def refs(self, value: Any, field: str, turn: int, seen: dict[str, int]) -> None:
+        if isinstance(value, dict):
+            if "$result" in value:
+                if set(value) != {"$result", "field"}:
+                    raise self.fail(field, 'a reference is {"$result": CALL_ID, "field": NAME}')
+                ref = value["$result"]
+                if not isinstance(ref, str) or seen.get(ref, turn) >= turn:
+                    raise self.fail(field, f"refers to {ref!r}, which is no call of an earlier turn")
+                self.text(value["field"], field + ".field")
+                return
+            for k, v in value.items():
+                self.refs(v, f"{field}.{k}", turn, seen)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.refs(v, f"{field}[{i}]", turn, seen)
+
+
+def resolve(args: Any, results: dict[str, Any]) -> Any:
+    """Fill in references to earlier results (a missing field becomes null, as a model would guess)."""
+    if isinstance(args, dict):
+        if "$result" in args:
+            result = results.get(args["$result"])
+            return result.get(args["field"]) if isinstance(result, dict) else None
+        return {k: resolve(v, results) for k, v in args.items()}
+    if isinstance(args, list):
+        return [resolve(v, results) for v in args]
+    return args

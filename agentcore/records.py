@@ -1,0 +1,95 @@
+"""The scenario record (the contract the dashboard stores) and the table row built from records.
+
+Rules:
+- One record per scenario: a sweep configuration (job, design, tracker mode, runs in sequence)
+  crashed at `first_point` (1-based, counted from the start of the uninterrupted run) and, in a
+  twice scenario, again at `second_point` (counted from the start of the first restart), then run
+  to the end. `second_point` is None in a once scenario.
+- duplicates: extra effects on the tracker (a second issue or comment made by one call of one job
+  run); missing: calls of the job script whose effect never happened. Both are counted against the
+  job script (each changing call of each job run once), not against an uninterrupted run, so that
+  a loop whose uninterrupted run is already wrong (a reused run ID) shows it.
+- asks: "did it happen?" questions over all runs; approvals: approval prompts (a separate count:
+  they are part of the job, not a recovery cost); model_calls over all runs and calls_plus =
+  model_calls - (model replies of the job) x runs.
+- status: "done" (finished), "waiting" (a question waits for a person in the dashboard's queue),
+  "failed" (a call kept failing). timeline and effects are filled when a sweep is asked for records.
+- Every field is JSON: `to_dict`/`from_dict` round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
+
+
+@dataclass(slots=True)
+class ScenarioRecord:
+    job: str
+    design: str
+    tracker: str
+    runs: int
+    first_point: int
+    first_kind: str
+    first_label: str
+    second_point: int | None
+    second_kind: str | None
+    second_label: str | None
+    duplicates: int
+    missing: int
+    asks: int
+    approvals: int
+    model_calls: int
+    calls_plus: int
+    status: str
+    timeline: list[dict[str, Any]] | None = None
+    effects: list[dict[str, Any]] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScenarioRecord:
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+@dataclass(slots=True)
+class TableRow:
+    name: str
+    once: int = 0
+    twice: int = 0
+    with_dups: int = 0
+    dups: int = 0
+    missing: int = 0
+    asks: int = 0
+    calls_plus: int = 0
+
+    def add(self, r: ScenarioRecord) -> None:
+        if r.second_point is None:
+            self.once += 1
+        else:
+            self.twice += 1
+        self.with_dups += r.duplicates > 0
+        self.dups += r.duplicates
+        self.missing += r.missing
+        self.asks += r.asks
+        self.calls_plus += r.calls_plus
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def values(self) -> tuple[int, ...]:
+        return tuple(getattr(self, c) for c in COLUMNS)
+
+
+def table_row(name: str, records: list[ScenarioRecord]) -> TableRow:
+    row = TableRow(name)
+    for r in records:
+        row.add(r)
+    return row

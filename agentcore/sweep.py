@@ -1,0 +1,368 @@
+"""The crash sweep: crash a configuration at every point it can be crashed, and restart.
+
+Rules:
+- A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
+  one tracker (a daily job: a fresh run ID each run).
+- A scenario plays processes one after another. Each process gets a crash plan (crash at its Nth
+  point, or never); on a crash everything the process held is dropped and the next process starts
+  from the checkpoint files and the surviving world (tracker, tool server, model, person). Job runs
+  already finished are not run again (the scheduler knows them).
+- The uninterrupted run lists the first points. For each first point p: the once scenario crashes
+  at p and runs the restart to the end, listing the restart's points; at depth 2, for each of those
+  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end. No extra
+  probe runs: the once scenario's restart is the list the twice pass needs.
+- Scenarios are independent, so the work splits into chunks, one per first point (the once
+  scenario and its twice scenarios), which worker processes run in parallel; results are put back
+  in order, so a sweep gives the same records with any number of workers, every time.
+- Checkpoints live in a RAM-backed temp dir when there is one, without fsync (a crash here is a
+  killed process; the page cache outlives it).
+- A question for a queue person suspends a scenario: its durable state (checkpoint files, world,
+  what is left of the crash plan) is returned so that the dashboard can store it and resume the
+  scenario once the person answers. The wait is a restart: the resumed process starts from the
+  checkpoint and keeps the crash it was planned to have, counted over the points of both halves.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcore import designs
+from agentcore.checkpoint import FileCheckpoint
+from agentcore.crash import Crash, CrashPlan, Kind
+from agentcore.designs import Design
+from agentcore.jobs import Job
+from agentcore.loop import Loop, ToolGaveUp
+from agentcore.records import ScenarioRecord, TableRow, table_row
+from agentcore.world import QueuePerson, ScriptedModel, ScriptedPerson, Suspended, ToolServer, Tracker
+
+PERSONS = ("scripted", "queue")
+
+TABLE: tuple[tuple[str, str, str], ...] = (
+    ("save once per turn", "once-per-turn", "keyed"),
+    ("save after the reply", "after-reply", "keyed"),
+    ("+ idempotency keys", "keys", "keyed"),
+    ("+ attempt markers, no keys", "markers", "keyed"),
+    ("keys and markers", "keys-and-markers", "keyed"),
+    ("real loop, keyed tracker", "loop", "keyed"),
+    ("real loop, keyless tracker", "loop", "keyless"),
+    ("tool fails after accept, keyed tracker", "tool-fails", "keyed"),
+    ("tool fails after accept, keyless tracker", "tool-fails", "keyless"),
+    ("approval gate, keyed tracker", "approval-gate", "keyed"),
+    ("approval gate, keyless tracker", "approval-gate", "keyless"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    job: Job
+    design: Design
+    tracker: str
+    runs: int = 1
+    person: str = "scripted"
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        Tracker(self.tracker)  # validates the mode
+        if not 1 <= self.runs <= 100:
+            raise ValueError(f"runs must be between 1 and 100, not {self.runs}")
+        if self.person not in PERSONS:
+            raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.design.name}, {self.tracker} tracker"
+
+
+def table_configs(job: Job) -> list[Config]:
+    return [Config(job, designs.get(d), t, name=name) for name, d, t in TABLE]
+
+
+@dataclass(slots=True)
+class Played:
+    """What one scenario did: the points of each process (when recorded) and the tallies."""
+
+    processes: list[CrashPlan]
+    crashes: list[Crash]
+    duplicates: int
+    missing: int
+    asks: int
+    approvals: int
+    model_calls: int
+    saves: int
+    status: str
+    timeline: list[dict[str, Any]] | None = None
+    effects: list[dict[str, Any]] | None = None
+    durable: dict[str, Any] | None = None  # set when a question suspended the scenario
+    question: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class _World:
+    tracker: Tracker
+    server: ToolServer
+    model: ScriptedModel
+    person: ScriptedPerson | QueuePerson
+    seq: int = 0
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False, collect: bool = False,
+         resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None) -> Played:
+    """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes."""
+    paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
+    for p in paths:
+        for f in (p, p + ".tmp"):
+            try:
+                os.remove(f)
+            except FileNotFoundError:
+                pass
+    log: list[tuple[str, str]] | None = [] if collect else None
+    if resume is None:
+        tracker = Tracker(cfg.tracker)
+        server = ToolServer(tracker, cfg.job, cfg.design.flaky)
+        model = ScriptedModel(cfg.job)
+        person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
+                                                else QueuePerson(tracker, answers))
+        seq, counted, plan_rest, timeline = 0, 0, list(plan), []
+    else:
+        tracker = Tracker.restore(resume["tracker"])
+        server = ToolServer(tracker, cfg.job, cfg.design.flaky)
+        server.attempts.update({(int(s), c): n for s, c, n in resume["attempts"]})
+        model = ScriptedModel(cfg.job)
+        model.calls = resume["model_calls"]
+        person = QueuePerson(tracker, {**resume["answers"], **(answers or {})})
+        person.asks, person.prompts = resume["asks"], resume["prompts"]
+        person.decisions = resume["decisions"]
+        for name, text in resume["files"].items():
+            with open(os.path.join(workdir, name), "w") as f:
+                f.write(text)
+        seq, counted, plan_rest, timeline = resume["seq"], resume["counted"], list(resume["plan"]), resume["timeline"]
+        if log is not None:
+            log.append(("restart", "resumed after the person's answer"))
+    processes: list[CrashPlan] = []
+    crashes: list[Crash] = []
+    saves = 0
+    status = "done"
+    suspended: Suspended | None = None
+    first = True
+    while True:
+        crash_at = plan_rest.pop(0) if plan_rest else None
+        hook = CrashPlan(crash_at, record)
+        if first and counted:
+            hook.count = counted  # a resumed process keeps counting toward its planned crash
+        first = False
+        processes.append(hook)
+        try:
+            while seq < cfg.runs:
+                store = FileCheckpoint(paths[seq], fsync=False, hook=hook)
+                run_id = "run-1" if cfg.design.reuse_run_id else f"run-{seq + 1}"
+                try:
+                    Loop(cfg.design, cfg.job, store, server, model, person, hook, run_id, seq, log).run()
+                finally:
+                    saves += store.saves
+                seq += 1
+            break
+        except Crash as c:
+            crashes.append(c)
+            if log is not None:
+                log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
+                log.append(("restart", "a new process starts from the checkpoint"))
+        except ToolGaveUp as e:
+            status = "failed"
+            if log is not None:
+                log.append(("failed", str(e)))
+            break
+        except Suspended as s:
+            status = "waiting"
+            suspended = s
+            if crash_at is not None:
+                plan_rest.insert(0, crash_at)
+            if log is not None:
+                log.append(("question", f"waiting for a person: did {s.question['call']['tool']} "
+                                        f"{s.question['call']['id']} happen?"))
+            break
+    expected = [(r, c.id) for r in range(cfg.runs) for c in cfg.job.changing_calls()]
+    dups, missing = tracker.tally(expected)
+    played = Played(processes, crashes, dups, missing, person.asks, person.prompts, model.calls, saves, status)
+    if log is not None:
+        played.timeline = timeline + [{"kind": k, "text": t} for k, t in log]
+        played.effects = list(tracker.effects)
+    if suspended is not None:
+        played.question = suspended.question
+        files = {}
+        for p in paths:
+            if os.path.exists(p):
+                with open(p) as f:
+                    files[os.path.basename(p)] = f.read()
+        played.durable = {
+            "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
+            "model_calls": model.calls, "answers": person.answers, "asks": person.asks,
+            "prompts": person.prompts, "decisions": person.decisions, "files": files, "seq": seq,
+            "counted": hook.count if crash_at is not None else 0, "plan": plan_rest,
+            "timeline": played.timeline or [],
+        }
+    return played
+
+
+def _record(cfg: Config, p: Played, first: tuple[int, str, str], second: tuple[int, str, str] | None) -> ScenarioRecord:
+    return ScenarioRecord(
+        job=cfg.job.name, design=cfg.design.name, tracker=cfg.tracker, runs=cfg.runs,
+        first_point=first[0], first_kind=first[1], first_label=first[2],
+        second_point=second[0] if second else None, second_kind=second[1] if second else None,
+        second_label=second[2] if second else None,
+        duplicates=p.duplicates, missing=p.missing, asks=p.asks, approvals=p.approvals,
+        model_calls=p.model_calls, calls_plus=p.model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
+        status=p.status, timeline=p.timeline, effects=p.effects,
+    )
+
+
+def points(cfg: Config, workdir: str) -> list[tuple[str, str]]:
+    """The crash points of the uninterrupted run, in order, as (kind, label)."""
+    p = play(cfg, (), workdir, record=True)
+    if p.status != "done":
+        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
+    pts = p.processes[0].points
+    assert pts is not None
+    return pts
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One first crash point of one configuration: its once scenario and its twice scenarios."""
+
+    config: int  # index into the sweep's configurations
+    first: int
+    kind: str
+    label: str
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    config: int
+    first: int
+    records: list[ScenarioRecord]
+    saves: int
+    # per waiting scenario (in records order): its question and durable state
+    waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+
+
+def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str, collect: bool = False) -> ChunkResult:
+    first = (chunk.first, chunk.kind, chunk.label)
+    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect)
+    out = ChunkResult(chunk.config, chunk.first, [_record(cfg, once, first, None)], once.saves)
+    _keep_waiting(out, once)
+    if depth == 2 and len(once.processes) > 1:
+        restart = once.processes[1].points
+        assert restart is not None
+        for q, (kind, label) in enumerate(restart, 1):
+            twice = play(cfg, (chunk.first, q), workdir, collect=collect)
+            out.records.append(_record(cfg, twice, first, (q, kind, label)))
+            out.saves += twice.saves
+            _keep_waiting(out, twice)
+    return out
+
+
+def _keep_waiting(out: ChunkResult, p: Played) -> None:
+    if p.durable is not None and p.question is not None:
+        out.waiting.append((len(out.records) - 1, p.question, p.durable))
+
+
+def resume(cfg: Config, durable: dict[str, Any], answers: dict[str, bool], first: tuple[int, str, str],
+           second: tuple[int, str, str] | None, workdir: str) -> tuple[ScenarioRecord, Played]:
+    """Continue a waiting scenario from its durable state with the person's answers."""
+    p = play(cfg, tuple(durable["plan"]), workdir, collect=True, resume=durable, answers=answers)
+    return _record(cfg, p, first, second), p
+
+
+def ram_dir() -> str | None:
+    d = "/dev/shm"
+    return d if os.path.isdir(d) and os.access(d, os.W_OK) else None
+
+
+class Workdir:
+    """A temp dir for checkpoint files (RAM-backed when possible), removed on exit."""
+
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir())
+
+    def __enter__(self) -> str:
+        return self.path
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+_CONFIGS: list[Config] = []
+_OPTIONS: dict[str, Any] = {}
+
+
+def _worker_chunk(chunk: Chunk) -> ChunkResult:
+    base = _OPTIONS["base"]
+    d = os.path.join(base, f"w{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
+
+
+def plan_chunks(configs: list[Config], workdir: str) -> list[Chunk]:
+    chunks = []
+    for i, cfg in enumerate(configs):
+        for n, (kind, label) in enumerate(points(cfg, workdir), 1):
+            chunks.append(Chunk(i, n, kind, label))
+    return chunks
+
+
+def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
+               collect: bool = False) -> Iterator[ChunkResult]:
+    """Run chunks (in parallel with workers > 1), yielding results in the chunks' order."""
+    if depth not in (1, 2):
+        raise ValueError(f"depth must be 1 or 2, not {depth}")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
+    with Workdir() as base:
+        if workers == 1 or len(chunks) < 2:
+            for c in chunks:
+                yield run_chunk(configs[c.config], c, depth, base, collect)
+            return
+        _CONFIGS[:] = configs
+        _OPTIONS.update(base=base, depth=depth, collect=collect)
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            yield from pool.imap(_worker_chunk, chunks, chunksize=1)
+
+
+@dataclass(slots=True)
+class SweepResult:
+    rows: list[TableRow]
+    records: list[list[ScenarioRecord]]  # per configuration
+    saves: int
+    scenarios: int
+
+
+def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
+          progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    """Sweep configurations; one table row per configuration."""
+    with Workdir() as d:
+        chunks = plan_chunks(configs, d)
+    records: list[list[ScenarioRecord]] = [[] for _ in configs]
+    saves = 0
+    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect), 1):
+        records[res.config].extend(res.records)
+        saves += res.saves
+        if progress is not None:
+            progress(n, len(chunks))
+    rows = [table_row(cfg.label, recs) for cfg, recs in zip(configs, records, strict=True)]
+    return SweepResult(rows, records, saves, sum(len(r) for r in records))
+
+
+def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:
+    for recs in result.records:
+        yield from recs
+
+
+__all__ = ["Config", "TABLE", "Kind", "play", "points", "sweep", "run_chunk", "resume", "table_configs"]

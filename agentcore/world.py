@@ -1,0 +1,234 @@
+"""Stand-ins for the outside world: the tracker, the tool server, the model, the person.
+
+Rules:
+- Their state outlives every crash: the harness holds them, a crashed run only held references.
+- The tracker records an effect, then fires `tracker-accepted`: the effect is real before the
+  caller can hear of it. A keyed tracker that sees a known key fires `tracker-accepted` too,
+  returns the first answer and records nothing. Search changes nothing and fires no point here.
+- Modes: keyed (honours keys), keyless (ignores them), lookup (ignores keys for deduplication but
+  answers "did the request with this key happen, and what was its answer?").
+- Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
+  the loop, that lets a scenario count duplicates and missing effects exactly.
+- The flaky tool server (the "tool fails after accept" situation) fails the first attempt of each
+  changing call: odd-numbered changing calls die after the tracker accepted (the effect exists),
+  even-numbered ones before the request reached it (nothing happened). The loop cannot tell which.
+- The scripted person answers "did it happen?" truthfully from the tracker's records and approves
+  gated calls; asked again about an approval request it already decided, it repeats its decision
+  without being prompted again (the request ID is durable on both sides).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol
+
+from agentcore.crash import Hook, Kind
+from agentcore.jobs import Call, Job, Tool, resolve
+
+MODES = ("keyed", "keyless", "lookup")
+Origin = tuple[int, str]
+
+
+class ToolFailed(Exception):
+    """The tool server died mid-call: the loop cannot know whether the request took effect."""
+
+
+class Tracker:
+    __slots__ = ("mode", "effects", "answers", "next_issue", "next_comment", "labels")
+
+    def __init__(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
+        self.mode = mode
+        self.effects: list[dict[str, Any]] = []
+        self.answers: dict[str, dict[str, Any]] = {}  # key -> first answer (keyed, lookup)
+        self.next_issue = 1
+        self.next_comment = 1
+        self.labels: set[tuple[Any, Any]] = set()
+
+    def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str) -> dict[str, Any]:
+        if key is not None and self.mode == "keyed" and key in self.answers:
+            hook(Kind.TRACKER_ACCEPTED, detail)
+            return self.answers[key]
+        answer = self._apply(op, args, key, origin)
+        if key is not None and self.mode != "keyless":
+            self.answers.setdefault(key, answer)
+        hook(Kind.TRACKER_ACCEPTED, detail)
+        return answer
+
+    def _apply(self, op: str, args: dict[str, Any], key: str | None, origin: Origin) -> dict[str, Any]:
+        if op == "create_issue":
+            answer = {"number": self.next_issue}
+            self.next_issue += 1
+        elif op == "comment":
+            answer = {"comment": self.next_comment, "issue": args.get("issue")}
+            self.next_comment += 1
+        elif op == "label":
+            pair = (_hashable(args.get("issue")), _hashable(args.get("label")))
+            answer = {"issue": args.get("issue"), "label": args.get("label")}
+            if pair in self.labels:  # idempotent: setting it again changes nothing
+                return answer
+            self.labels.add(pair)
+        else:
+            raise ValueError(f"{op} is not a changing operation")
+        self.effects.append({"op": op, "args": args, "key": key, "origin": list(origin), "answer": answer})
+        return answer
+
+    def search(self, args: dict[str, Any]) -> dict[str, Any]:
+        query = str(args.get("query", "")).lower()
+        found = [e["answer"]["number"] for e in self.effects
+                 if e["op"] == "create_issue" and query in str(e["args"].get("title", "")).lower()]
+        return {"issues": found}
+
+    def lookup(self, key: str) -> dict[str, Any] | None:
+        """The answer of the request with this key, or None if it never happened (lookup mode)."""
+        return self.answers.get(key)
+
+    def find(self, origin: Origin) -> dict[str, Any] | None:
+        """What a person sees looking at the tracker: the effect this call made, if any."""
+        o = list(origin)
+        for e in self.effects:
+            if e["origin"] == o:
+                return e["answer"]
+        return None
+
+    def tally(self, expected: list[Origin]) -> tuple[int, int]:
+        """(duplicates, missing) against the effects the job should have made once each."""
+        counts = Counter(tuple(e["origin"]) for e in self.effects)
+        dups = sum(n - 1 for n in counts.values() if n > 1) + sum(n for o, n in counts.items() if o not in expected)
+        missing = sum(1 for o in expected if counts[o] == 0)
+        return dups, missing
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"mode": self.mode, "effects": self.effects, "answers": self.answers,
+                "next_issue": self.next_issue, "next_comment": self.next_comment,
+                "labels": [list(p) for p in self.labels]}
+
+    @classmethod
+    def restore(cls, data: dict[str, Any]) -> Tracker:
+        t = cls(data["mode"])
+        t.effects = data["effects"]
+        t.answers = data["answers"]
+        t.next_issue = data["next_issue"]
+        t.next_comment = data["next_comment"]
+        t.labels = {tuple(_hashable(x) for x in p) for p in data["labels"]}
+        return t
+
+
+def _hashable(v: Any) -> Any:
+    return v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)
+
+
+class ToolServer:
+    """Runs a call against the tracker; with `flaky`, dies mid-call as the module says."""
+
+    __slots__ = ("tracker", "flaky_after", "attempts")
+
+    def __init__(self, tracker: Tracker, job: Job, flaky: bool = False) -> None:
+        self.tracker = tracker
+        # call id -> True if its first attempt dies after the tracker accepted
+        self.flaky_after = {c.id: i % 2 == 0 for i, c in enumerate(job.changing_calls())} if flaky else None
+        self.attempts: Counter[Origin] = Counter()
+
+    def call(self, tool: Tool, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str) -> dict[str, Any]:
+        if tool.read_only:
+            return self.tracker.search(args)
+        if self.flaky_after is not None:
+            self.attempts[origin] += 1
+            if self.attempts[origin] == 1:
+                if self.flaky_after.get(origin[1], False):
+                    self.tracker.request(tool.op, args, key, origin, hook, detail)
+                raise ToolFailed(f"{tool.name} {origin[1]}: server died mid-call")
+        return self.tracker.request(tool.op, args, key, origin, hook, detail)
+
+
+class ScriptedModel:
+    """Replies from the job: asked about turn N, it gives turn N's reply, the same every time."""
+
+    __slots__ = ("job", "calls")
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.calls = 0
+
+    def reply(self, turn: int, results: dict[str, Any]) -> list[dict[str, Any]] | str:
+        """The calls of turn `turn` (args filled from earlier `results`), or the final answer."""
+        self.calls += 1
+        if turn >= len(self.job.turns):
+            return self.job.final
+        return [{"id": c.id, "tool": c.tool, "args": resolve(c.args, results)} for c in self.job.turns[turn]]
+
+
+class Person(Protocol):
+    asks: int
+    prompts: int
+
+    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None: ...
+
+    def approve(self, request_id: str, call: Call) -> bool: ...
+
+
+class ScriptedPerson:
+    __slots__ = ("tracker", "asks", "prompts", "decisions")
+
+    def __init__(self, tracker: Tracker) -> None:
+        self.tracker = tracker
+        self.asks = 0
+        self.prompts = 0
+        self.decisions: dict[str, bool] = {}
+
+    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
+        """The call's answer if it happened (read off the tracker), else None."""
+        self.asks += 1
+        return self.tracker.find(origin)
+
+    def approve(self, request_id: str, call: Call) -> bool:
+        if request_id not in self.decisions:
+            self.prompts += 1
+            self.decisions[request_id] = True
+        return self.decisions[request_id]
+
+
+class Suspended(Exception):
+    """A question waits for a real person (the dashboard's queue); the scenario pauses durably."""
+
+    def __init__(self, question: dict[str, Any]) -> None:
+        super().__init__(f"waiting for an answer about {question['call']['tool']} {question['call']['id']}")
+        self.question = question
+
+
+class QueuePerson:
+    """A person reached through a queue: unanswered questions suspend the scenario.
+
+    `answers` maps a question ID to True (it happened) or False (it did not), as the person said.
+    "It happened" makes the call's result whatever the tracker shows for it (a person would look up
+    the issue number), or a bare confirmation if there is nothing to show: a wrong "yes" then shows
+    as a missing effect, a wrong "no" as a duplicate. Approvals are granted, once per request.
+    """
+
+    def __init__(self, tracker: Tracker, answers: dict[str, bool] | None = None) -> None:
+        self.tracker = tracker
+        self.answers = dict(answers or {})
+        self.asks = 0
+        self.prompts = 0
+        self.decisions: dict[str, bool] = {}
+
+    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
+        qid = question_id(origin)
+        if qid not in self.answers:
+            self.asks += 1
+            raise Suspended({"id": qid, "run": origin[0], "call": {"id": call.id, "tool": call.tool, "args": call.args},
+                             "key": key, "tried": why})
+        if not self.answers[qid]:
+            return None
+        return self.tracker.find(origin) or {"confirmed": True}
+
+    def approve(self, request_id: str, call: Call) -> bool:
+        if request_id not in self.decisions:
+            self.prompts += 1
+            self.decisions[request_id] = True
+        return self.decisions[request_id]
+
+
+def question_id(origin: Origin) -> str:
+    return f"{origin[0]}:{origin[1]}"
