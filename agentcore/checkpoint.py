@@ -20,6 +20,11 @@ from typing import Any, Protocol
 from agentcore.crash import Hook, Kind, no_crash
 
 
+# One encoder for every save: json.dumps with options builds a new one per call.
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
 class CheckpointError(Exception):
     """The stored checkpoint cannot be read; the message names the file."""
 
@@ -55,12 +60,14 @@ class FileCheckpoint:
         return parse(raw, self.path)
 
     def save(self, state: dict[str, Any], what: str) -> None:
-        data = json.dumps(state, separators=(",", ":")).encode()
-        with open(self.tmp, "wb") as f:
-            f.write(data)
+        data = _encode(state).encode()
+        fd = os.open(self.tmp, _FLAGS, 0o644)
+        try:
+            os.write(fd, data)
             if self.fsync:
-                f.flush()
-                os.fsync(f.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         self.hook(Kind.SAVE_HALF_DONE, what)
         os.replace(self.tmp, self.path)
         if self.fsync:

@@ -16,9 +16,10 @@ counts):
   that save results save now (`result-saved`).
 - A marker without a result, or a changing call that failed mid-call, has an unknown outcome and is
   settled on the ladder (ladder.py) - never "failed, move on", never a blind keyless retry.
-- An approval-gated call saves its request, asks the person (`approval-pending` while the decision
-  is unsaved), saves the decision (`decision-saved`); after a crash the same request ID is sent
-  again, so the person decides once per call.
+- An approval-gated call asks the person under request ID key(run ID, call ID) (`approval-pending`
+  while the decision is unsaved), then saves the decision, which is also its attempt marker
+  (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
+  decision per request, is not asked twice.
 - The key of a call is key(run ID, call ID); the run ID is made once per run and saved at start.
 """
 
@@ -141,7 +142,7 @@ class Loop:
         changing = not tool.read_only
         if changing and self.design.approval and not self._approved(turn, call, detail):
             return
-        marked = changing and self.design.markers
+        marked = changing and self.design.markers and not self.design.approval
         if marked and not self.design.marker_after_call:
             self._mark(turn, cid, detail)
         try:
@@ -190,15 +191,17 @@ class Loop:
         raise ToolGaveUp(f"{detail}: failed {MAX_ATTEMPTS} times while settling")
 
     def _approved(self, turn: dict[str, Any], call: dict[str, Any], detail: str) -> bool:
+        # The request needs no save of its own: its ID, key(run ID, call ID), is already durable
+        # with the reply, and the person keeps one decision per request ID. The saved decision is
+        # the call's attempt marker.
         cid = call["id"]
         approvals = turn["approvals"]
         if cid not in approvals:
-            approvals[cid] = "requested"
-            self._save(f"approval request {detail}")
-        if approvals[cid] == "requested":
             ok = self.person.approve(key(self.state["run_id"], cid), _call(call))
             self.hook(Kind.APPROVAL_PENDING, detail)
             approvals[cid] = "approved" if ok else "denied"
+            if ok:
+                turn["markers"].append(cid)
             self._save(f"decision {detail}")
             self.hook(Kind.DECISION_SAVED, detail)
             self._log("approval", f"{detail}: {approvals[cid]}")
@@ -214,9 +217,11 @@ class Loop:
 
     def _invoke(self, call: dict[str, Any], tool: Tool, detail: str) -> dict[str, Any]:
         k = self._key(tool, call["id"])
-        self._log("tracker", f"request {detail} {call['args']}" + (f" key {k}" if k else ""))
+        if self.log is not None:
+            self._log("tracker", f"request {detail} {call['args']}" + (f" key {k}" if k else ""))
         result = self.server.call(tool, call["args"], k, (self.seq, call["id"]), self.hook, detail)
-        self._log("tracker", f"answer {detail} {result}")
+        if self.log is not None:
+            self._log("tracker", f"answer {detail} {result}")
         self.hook(Kind.TOOL_RETURNED, detail)
         return result
 

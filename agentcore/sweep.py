@@ -100,21 +100,29 @@ class Played:
     effects: list[dict[str, Any]] | None = None
     durable: dict[str, Any] | None = None  # set when a question suspended the scenario
     question: dict[str, Any] | None = None
+    fork: dict[str, Any] | None = None  # the durable state right after the first crash
 
 
-@dataclass(slots=True)
-class _World:
-    tracker: Tracker
-    server: ToolServer
-    model: ScriptedModel
-    person: ScriptedPerson | QueuePerson
-    seq: int = 0
-    files: dict[str, str] = field(default_factory=dict)
+def _files(paths: list[str]) -> dict[str, str]:
+    out = {}
+    for p in paths:
+        try:
+            with open(p) as f:
+                out[os.path.basename(p)] = f.read()
+        except FileNotFoundError:
+            pass
+    return out
 
 
 def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False, collect: bool = False,
-         resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None) -> Played:
-    """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes."""
+         resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None,
+         fork: bool = False) -> Played:
+    """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
+
+    `resume` continues from a durable state (a waiting scenario, or a fork); with `fork`, the
+    durable state right after the first crash is kept in `Played.fork`, so that the twice
+    scenarios of a first point start from there instead of replaying the first process.
+    """
     paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
     for p in paths:
         for f in (p, p + ".tmp"):
@@ -123,40 +131,55 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
             except FileNotFoundError:
                 pass
     log: list[tuple[str, str]] | None = [] if collect else None
+    timeline: list[dict[str, Any]] = []
     if resume is None:
         tracker = Tracker(cfg.tracker)
         server = ToolServer(tracker, cfg.job, cfg.design.flaky)
         model = ScriptedModel(cfg.job)
         person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
                                                 else QueuePerson(tracker, answers))
-        seq, counted, plan_rest, timeline = 0, 0, list(plan), []
+        seq, counted, plan_rest = 0, 0, list(plan)
     else:
         tracker = Tracker.restore(resume["tracker"])
         server = ToolServer(tracker, cfg.job, cfg.design.flaky)
         server.attempts.update({(int(s), c): n for s, c, n in resume["attempts"]})
         model = ScriptedModel(cfg.job)
         model.calls = resume["model_calls"]
-        person = QueuePerson(tracker, {**resume["answers"], **(answers or {})})
+        if cfg.person == "scripted":
+            person = ScriptedPerson(tracker)
+        else:
+            person = QueuePerson(tracker, {**resume["answers"], **(answers or {})})
         person.asks, person.prompts = resume["asks"], resume["prompts"]
-        person.decisions = resume["decisions"]
+        person.decisions = dict(resume["decisions"])
         for name, text in resume["files"].items():
             with open(os.path.join(workdir, name), "w") as f:
                 f.write(text)
-        seq, counted, plan_rest, timeline = resume["seq"], resume["counted"], list(resume["plan"]), resume["timeline"]
-        if log is not None:
-            log.append(("restart", "resumed after the person's answer"))
+        seq, counted, plan_rest = resume["seq"], resume["counted"], list(plan)
+        if collect:
+            timeline = list(resume["timeline"])
+
+    def durable(counted_now: int, rest: list[int]) -> dict[str, Any]:
+        return {
+            "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
+            "model_calls": model.calls, "answers": dict(getattr(person, "answers", {})), "asks": person.asks,
+            "prompts": person.prompts, "decisions": dict(person.decisions), "files": _files(paths),
+            "seq": seq, "counted": counted_now, "plan": rest,
+            "timeline": timeline + [{"kind": k, "text": t} for k, t in log] if log is not None else [],
+        }
+
     processes: list[CrashPlan] = []
     crashes: list[Crash] = []
     saves = 0
     status = "done"
     suspended: Suspended | None = None
-    first = True
+    forked: dict[str, Any] | None = None
+    crash_at: int | None = None
+    hook = CrashPlan()
     while True:
         crash_at = plan_rest.pop(0) if plan_rest else None
         hook = CrashPlan(crash_at, record)
-        if first and counted:
+        if not processes and counted:
             hook.count = counted  # a resumed process keeps counting toward its planned crash
-        first = False
         processes.append(hook)
         try:
             while seq < cfg.runs:
@@ -173,6 +196,8 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
             if log is not None:
                 log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
                 log.append(("restart", "a new process starts from the checkpoint"))
+            if fork and forked is None:
+                forked = durable(0, [])
         except ToolGaveUp as e:
             status = "failed"
             if log is not None:
@@ -181,8 +206,6 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
         except Suspended as s:
             status = "waiting"
             suspended = s
-            if crash_at is not None:
-                plan_rest.insert(0, crash_at)
             if log is not None:
                 log.append(("question", f"waiting for a person: did {s.question['call']['tool']} "
                                         f"{s.question['call']['id']} happen?"))
@@ -190,23 +213,14 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
     expected = [(r, c.id) for r in range(cfg.runs) for c in cfg.job.changing_calls()]
     dups, missing = tracker.tally(expected)
     played = Played(processes, crashes, dups, missing, person.asks, person.prompts, model.calls, saves, status)
+    played.fork = forked
     if log is not None:
         played.timeline = timeline + [{"kind": k, "text": t} for k, t in log]
         played.effects = list(tracker.effects)
     if suspended is not None:
         played.question = suspended.question
-        files = {}
-        for p in paths:
-            if os.path.exists(p):
-                with open(p) as f:
-                    files[os.path.basename(p)] = f.read()
-        played.durable = {
-            "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
-            "model_calls": model.calls, "answers": person.answers, "asks": person.asks,
-            "prompts": person.prompts, "decisions": person.decisions, "files": files, "seq": seq,
-            "counted": hook.count if crash_at is not None else 0, "plan": plan_rest,
-            "timeline": played.timeline or [],
-        }
+        rest = ([crash_at] if crash_at is not None else []) + plan_rest
+        played.durable = durable(hook.count if crash_at is not None else 0, rest)
     return played
 
 
@@ -254,14 +268,14 @@ class ChunkResult:
 
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str, collect: bool = False) -> ChunkResult:
     first = (chunk.first, chunk.kind, chunk.label)
-    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect)
+    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, fork=depth == 2)
     out = ChunkResult(chunk.config, chunk.first, [_record(cfg, once, first, None)], once.saves)
     _keep_waiting(out, once)
-    if depth == 2 and len(once.processes) > 1:
+    if depth == 2 and once.fork is not None:
         restart = once.processes[1].points
         assert restart is not None
         for q, (kind, label) in enumerate(restart, 1):
-            twice = play(cfg, (chunk.first, q), workdir, collect=collect)
+            twice = play(cfg, (q,), workdir, collect=collect, resume=once.fork)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
             _keep_waiting(out, twice)

@@ -100,15 +100,15 @@ class Tracker:
         return dups, missing
 
     def snapshot(self) -> dict[str, Any]:
-        return {"mode": self.mode, "effects": self.effects, "answers": self.answers,
+        return {"mode": self.mode, "effects": list(self.effects), "answers": dict(self.answers),
                 "next_issue": self.next_issue, "next_comment": self.next_comment,
                 "labels": [list(p) for p in self.labels]}
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> Tracker:
         t = cls(data["mode"])
-        t.effects = data["effects"]
-        t.answers = data["answers"]
+        t.effects = list(data["effects"])  # effects themselves never change once made
+        t.answers = dict(data["answers"])
         t.next_issue = data["next_issue"]
         t.next_comment = data["next_comment"]
         t.labels = {tuple(_hashable(x) for x in p) for p in data["labels"]}
