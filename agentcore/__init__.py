@@ -1,0 +1,21 @@
+"""agentcore: a durable agent loop, stand-ins for the world it acts on, and a crash sweep.
+
+Pure Python, standard library only; it never imports Django. Where each concept lives:
+keys.py (the idempotency key), checkpoint.py (the checkpoint store), crash.py (crash points),
+world.py (tracker, tool server, model, person), jobs.py (job files), ladder.py (settling unknown
+outcomes), designs.py (the designs compared), loop.py (the loop engine), sweep.py (the sweep),
+records.py (the scenario record and table row), report.py (table formats).
+"""
+
+from agentcore.checkpoint import CheckpointError, FileCheckpoint
+from agentcore.crash import Crash, CrashPlan, Kind
+from agentcore.designs import DESIGNS, Design
+from agentcore.jobs import Job, JobError
+from agentcore.keys import key, new_run_id
+from agentcore.records import ScenarioRecord, TableRow
+from agentcore.sweep import TABLE, Config, table_configs
+
+__all__ = [
+    "DESIGNS", "TABLE", "CheckpointError", "Config", "Crash", "CrashPlan", "Design", "FileCheckpoint",
+    "Job", "JobError", "Kind", "ScenarioRecord", "TableRow", "key", "new_run_id", "table_configs",
+]

@@ -9,10 +9,12 @@ never reused: providers' call IDs are not promised unique, and scripted models r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 
 
+@functools.lru_cache(maxsize=4096)
 def key(run_id: str, call_id: str) -> str:
     h = hashlib.sha256()
     for part in (run_id, call_id):

@@ -124,12 +124,11 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
     scenarios of a first point start from there instead of replaying the first process.
     """
     paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
-    for p in paths:
-        for f in (p, p + ".tmp"):
-            try:
-                os.remove(f)
-            except FileNotFoundError:
-                pass
+    for p in paths:  # a leftover temp file is the load's to remove
+        try:
+            os.remove(p)
+        except FileNotFoundError:
+            pass
     log: list[tuple[str, str]] | None = [] if collect else None
     timeline: list[dict[str, Any]] = []
     if resume is None:
