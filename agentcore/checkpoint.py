@@ -22,7 +22,6 @@ from typing import Any, Protocol
 
 from agentcore.crash import Hook, Kind, no_crash
 
-
 # One encoder for every save: json.dumps with options builds a new one per call.
 _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 

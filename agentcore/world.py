@@ -46,7 +46,8 @@ class Tracker:
         self.next_comment = 1
         self.labels: set[tuple[Any, Any]] = set()
 
-    def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str) -> dict[str, Any]:
+    def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
+                detail: str) -> dict[str, Any]:
         if key is not None and self.mode == "keyed" and key in self.answers:
             hook(Kind.TRACKER_ACCEPTED, detail)
             return self.answers[key]
@@ -130,7 +131,8 @@ class ToolServer:
         self.flaky_after = {c.id: i % 2 == 0 for i, c in enumerate(job.changing_calls())} if flaky else None
         self.attempts: Counter[Origin] = Counter()
 
-    def call(self, tool: Tool, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str) -> dict[str, Any]:
+    def call(self, tool: Tool, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
+             detail: str) -> dict[str, Any]:
         if tool.read_only:
             return self.tracker.search(args)
         if self.flaky_after is not None:

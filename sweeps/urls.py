@@ -1,0 +1,2 @@
+app_name = "sweeps"
+urlpatterns: list = []
