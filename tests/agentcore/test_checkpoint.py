@@ -1,0 +1,85 @@
+import json
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentcore.checkpoint import CheckpointError, Encoder, FileCheckpoint
+from agentcore.crash import Crash, CrashPlan, Kind
+
+STATE = {"run_id": "run-1", "done": False, "turns": []}
+
+
+def test_save_then_load_round_trips(tmp_path):
+    store = FileCheckpoint(str(tmp_path / "c.json"), fsync=False)
+    store.save(STATE, "start")
+    assert store.load() == STATE
+
+
+def test_missing_file_loads_as_none(tmp_path):
+    assert FileCheckpoint(str(tmp_path / "c.json")).load() is None
+
+
+def test_crash_between_write_and_rename_keeps_the_old_state(tmp_path):
+    path = str(tmp_path / "c.json")
+    FileCheckpoint(path, fsync=False).save(STATE, "start")
+    store = FileCheckpoint(path, fsync=False, hook=CrashPlan(crash_at=1))
+    with pytest.raises(Crash) as e:
+        store.save({**STATE, "done": True}, "final")
+    assert e.value.kind == Kind.SAVE_HALF_DONE
+    assert os.path.exists(path + ".tmp")
+    assert FileCheckpoint(path).load() == STATE
+
+
+def test_leftover_temp_file_is_removed_on_load(tmp_path):
+    path = str(tmp_path / "c.json")
+    with open(path + ".tmp", "w") as f:
+        f.write('{"half')
+    assert FileCheckpoint(path).load() is None
+    assert not os.path.exists(path + ".tmp")
+
+
+def test_save_fires_half_done_then_renamed(tmp_path):
+    plan = CrashPlan(record=True)
+    FileCheckpoint(str(tmp_path / "c.json"), fsync=False, hook=plan).save(STATE, "start")
+    assert plan.points == [("save-half-done", "save-half-done start"), ("save-renamed", "save-renamed start")]
+
+
+def test_corrupt_checkpoint_names_the_file(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"run_id": "run-1", "turns": [')
+    with pytest.raises(CheckpointError, match=str(path)):
+        FileCheckpoint(str(path)).load()
+
+
+def test_wrong_shape_is_an_error_not_a_fresh_start(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(CheckpointError, match="not a checkpoint"):
+        FileCheckpoint(str(path)).load()
+
+
+def test_fsync_setting_syncs_file_and_folder(tmp_path, monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: calls.append(fd) or real(fd))
+    FileCheckpoint(str(tmp_path / "c.json"), fsync=True).save(STATE, "start")
+    assert len(calls) == 2
+    calls.clear()
+    FileCheckpoint(str(tmp_path / "d.json"), fsync=False).save(STATE, "start")
+    assert calls == []
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                           max_leaves=10)
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=4), json_values, max_size=3), max_size=4), json_values)
+def test_encoder_equals_plain_json_as_turns_grow(turns, extra):
+    enc = Encoder()
+    state = {"run_id": "r", "done": False, "turns": [], "x": extra}
+    for t in turns:
+        state["turns"].append(t)
+        assert json.loads(enc(state)) == json.loads(json.dumps(state))

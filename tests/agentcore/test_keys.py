@@ -1,0 +1,24 @@
+from agentcore.keys import key, new_run_id
+
+
+def test_known_answer():
+    assert key("run-1", "call_1") == "ba09e991b6ea3f35e4d62b6164c4a689"
+
+
+def test_empty_ids():
+    assert key("", "") == "390feabc786e369e55b904251d643b52"
+
+
+def test_length_prefixes_keep_the_collision_pair_apart():
+    assert key("a:b", "c") == "1c2de18a3ef3c0cdcce3495f7903aff9"
+    assert key("a", "b:c") == "804536b63b049b4dcd2bcfedd2982e9b"
+
+
+def test_utf8_length_is_in_bytes():
+    # "é" is 2 bytes: a character count would make these two collide.
+    assert key("é", "x") != key("ée"[:1], "xx")
+    assert len(key("é", "x")) == 32
+
+
+def test_run_ids_are_fresh():
+    assert len({new_run_id() for _ in range(1000)}) == 1000

@@ -1,0 +1,196 @@
+import json
+
+import pytest
+
+from agentcore import designs, jobs
+from agentcore.records import ScenarioRecord
+from agentcore.sweep import Config, sweep, table_configs
+
+TRIAGE = jobs.load("triage")
+
+CHAPTER = {
+    "save once per turn": (18, 225, 164, 294, 0, 0, 338),
+    "save after the reply": (34, 654, 306, 360, 0, 0, 234),
+    "+ idempotency keys": (34, 654, 0, 0, 0, 0, 234),
+    "+ attempt markers, no keys": (43, 996, 0, 0, 0, 669, 288),
+    "keys and markers": (43, 1014, 0, 0, 0, 0, 288),
+    "real loop, keyed tracker": (38, 872, 0, 0, 0, 0, 180),
+    "real loop, keyless tracker": (38, 854, 0, 0, 0, 624, 180),
+}
+HARDER = [n for n in ("tool fails after accept, keyed tracker", "tool fails after accept, keyless tracker",
+                      "approval gate, keyed tracker", "approval gate, keyless tracker")]
+
+
+@pytest.fixture(scope="module")
+def table():
+    return sweep(table_configs(TRIAGE), collect=False)
+
+
+def test_table_has_the_eleven_rows_in_order(table):
+    assert [r.name for r in table.rows] == list(CHAPTER) + HARDER
+
+
+@pytest.mark.parametrize("name", list(CHAPTER))
+def test_table_equals_the_chapter(table, name):
+    row = next(r for r in table.rows if r.name == name)
+    assert row.values() == CHAPTER[name]
+
+
+@pytest.mark.parametrize("name", HARDER)
+def test_harder_situations_lose_and_double_nothing(table, name):
+    row = next(r for r in table.rows if r.name == name)
+    assert (row.with_dups, row.dups, row.missing) == (0, 0, 0)
+    if "keyed" in name:
+        assert row.asks == 0
+
+
+def test_approval_gate_asks_the_person_once_per_gated_call(table):
+    gated = len(TRIAGE.changing_calls())
+    for recs in table.records[9:11]:
+        assert {r.approvals for r in recs} == {gated}
+
+
+def test_two_workers_give_the_same_records(table):
+    again = sweep(table_configs(TRIAGE), workers=2)
+    assert [r.values() for r in again.rows] == [r.values() for r in table.rows]
+    assert again.records == table.records
+
+
+def test_same_sweep_twice_gives_the_same_records():
+    cfg = [Config(TRIAGE, designs.get("markers"), "keyed")]
+    a = sweep(cfg, collect=True)
+    b = sweep(cfg, collect=True)
+    assert a.records == b.records
+
+
+def test_records_are_json_and_round_trip():
+    res = sweep([Config(TRIAGE, designs.get("loop"), "keyless")], depth=1, collect=True)
+    rec = res.records[0][10]
+    back = ScenarioRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert back == rec
+    kinds = [e["kind"] for e in rec.timeline]
+    assert "crash" in kinds and "restart" in kinds
+
+
+def test_timeline_shows_the_ladder_decision():
+    res = sweep([Config(TRIAGE, designs.get("loop"), "keyless")], depth=1, collect=True)
+    rec = next(r for r in res.records[0] if r.asks)
+    assert any(e["kind"] == "ladder" and "ask" in e["text"] for e in rec.timeline)
+
+
+SMALL = jobs.parse(json.dumps({
+    "name": "one-issue",
+    "tools": {"create_issue": {"op": "create_issue", "sends_key": True}},
+    "turns": [{"calls": [{"id": "a", "tool": "create_issue", "args": {"title": "t"}}]}, {"final": "ok"}],
+}), "small")
+
+
+def test_small_job_counts_checked_by_hand():
+    # Points: start[s] R A T turn[s] R final[s] = 10. Restarts from points 1-6 replay the whole
+    # job (10 points), from 7-9 only the final (5), from 10 nothing (done): twice = 60 + 15 = 75.
+    # Once: crashes at A, T, turn half-done (4, 5, 6) file the issue again: 3 dups.
+    # Twice: after a first crash at 4-6, a second crash at 1-3 or 7-10 of the restart leaves 1 dup
+    # (7 scenarios) and at 4-6 leaves 2 (3 scenarios): 13 dups in 10 scenarios, x3 = 39 in 30.
+    # After a first crash at 1-3, the restart's 4-6 add one dup: 3 x 3 = 9 in 9.
+    row = sweep([Config(SMALL, designs.get("once-per-turn"), "keyed")]).rows[0]
+    assert (row.once, row.twice, row.with_dups, row.dups, row.missing, row.asks) == (10, 75, 42, 51, 0, 0)
+
+
+def test_small_job_once_calls_plus_checked_by_hand():
+    # Repeated model calls: crashes at 3-6 ask turn 1 again (4), at 8 and 9 ask the final again (2).
+    row = sweep([Config(SMALL, designs.get("once-per-turn"), "keyed")], depth=1).rows[0]
+    assert row.calls_plus == 6
+
+
+LABELS = jobs.parse(json.dumps({
+    "name": "labels",
+    "tools": {"create_issue": {"op": "create_issue", "sends_key": True, "lookup": True},
+              "label": {"op": "label"},
+              "search": {"op": "search", "read_only": True},
+              "comment": {"op": "comment", "sends_key": True, "lookup": True}},
+    "turns": [
+        {"calls": [{"id": "c1", "tool": "search", "args": {"query": "flaky"}},
+                   {"id": "c2", "tool": "create_issue", "args": {"title": "flaky test"}}]},
+        {"calls": [{"id": "c3", "tool": "label", "args": {"issue": {"$result": "c2", "field": "number"},
+                                                           "label": "ci"}},
+                   {"id": "c4", "tool": "comment", "args": {"issue": {"$result": "c2", "field": "number"},
+                                                             "body": "seen twice"}}]},
+        {"calls": [{"id": "c5", "tool": "create_issue", "args": {"title": "follow-up"}}]},
+        {"final": "done"},
+    ],
+}), "labels")
+
+
+@pytest.mark.parametrize("design,tracker", [("keys-and-markers", "keyed"), ("loop", "keyed"), ("loop", "keyless"),
+                                            ("loop", "lookup"), ("tool-fails", "lookup")])
+def test_another_job_sound_designs_lose_and_double_nothing(design, tracker):
+    row = sweep([Config(LABELS, designs.get(design), tracker)]).rows[0]
+    assert (row.dups, row.missing) == (0, 0)
+    assert row.once > 0 and row.twice > row.once
+
+
+def test_another_job_lookup_tracker_settles_without_asking():
+    row = sweep([Config(LABELS, designs.get("loop"), "lookup")]).rows[0]
+    assert row.asks == 0
+
+
+def test_another_job_save_once_per_turn_doubles_but_never_the_label():
+    res = sweep([Config(LABELS, designs.get("once-per-turn"), "keyed")], depth=1, collect=True)
+    assert res.rows[0].dups > 0
+    for rec in res.records[0]:
+        assert sum(1 for e in rec.effects if e["op"] == "label") <= 1
+
+
+@pytest.mark.parametrize("bug,tracker,design", [
+    ("tools_before_reply_save", "keyless", "loop"),
+    ("marker_after_call", "keyless", "loop"),
+    ("skip_failed", "keyed", "tool-fails"),
+])
+def test_the_sweep_catches_each_planted_bug(bug, tracker, design):
+    sound = sweep([Config(TRIAGE, designs.get(design), tracker)], depth=1).rows[0]
+    buggy = sweep([Config(TRIAGE, designs.get(design, (bug,)), tracker)], depth=1).rows[0]
+    assert (sound.dups, sound.missing) == (0, 0)
+    assert buggy.dups + buggy.missing > 0
+
+
+def test_daily_runs_with_fresh_run_ids_lose_nothing():
+    row = sweep([Config(TRIAGE, designs.get("loop"), "keyed", runs=2)], depth=1).rows[0]
+    assert (row.once, row.dups, row.missing) == (76, 0, 0)
+
+
+def test_a_reused_run_id_shows_the_second_runs_effects_missing():
+    res = sweep([Config(TRIAGE, designs.get("loop", ("reuse_run_id",)), "keyed", runs=2)], depth=1)
+    assert all(r.missing == len(TRIAGE.changing_calls()) for r in res.records[0])
+
+
+def test_bad_configuration_is_refused():
+    with pytest.raises(ValueError, match="unknown tracker mode"):
+        Config(TRIAGE, designs.get("loop"), "sometimes")
+    with pytest.raises(ValueError, match="unknown design"):
+        designs.get("yolo")
+    with pytest.raises(ValueError, match="depth"):
+        sweep([Config(TRIAGE, designs.get("loop"), "keyed")], depth=3)
+
+
+def _waiting(tmp_path, point=10):
+    from agentcore.sweep import play
+    cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
+    p = play(cfg, (point,), str(tmp_path), collect=True)
+    return cfg, p
+
+
+def test_queue_person_suspends_a_scenario_with_its_durable_state(tmp_path):
+    cfg, p = _waiting(tmp_path)
+    assert p.status == "waiting"
+    assert p.question["call"]["id"] == "call_1"
+    assert "run-1.json" in p.durable["files"]
+
+
+@pytest.mark.parametrize("answer,dups,missing", [(True, 0, 0), (False, 1, 0)])
+def test_resuming_with_an_answer_finishes_and_shows_if_it_was_right(tmp_path, answer, dups, missing):
+    from agentcore.sweep import resume
+    cfg, p = _waiting(tmp_path)  # crash at point 10: call_1 accepted, its result not saved: it happened
+    rec, played = resume(cfg, p.durable, {p.question["id"]: answer}, (10, "k", "l"), None, str(tmp_path))
+    assert rec.status == "done"
+    assert (rec.duplicates, rec.missing) == (dups, missing)
+    assert rec.asks == 1

@@ -1,0 +1,105 @@
+import pytest
+
+from agentcore.crash import CrashPlan
+from agentcore.jobs import Call, load
+from agentcore.world import QueuePerson, ScriptedModel, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
+
+
+def request(t, key, origin=(0, "c1"), hook=None):
+    return t.request("create_issue", {"title": "x"}, key, origin, hook or CrashPlan(), "create_issue c1")
+
+
+def test_keyed_tracker_answers_a_known_key_with_the_first_answer_and_records_nothing():
+    t = Tracker("keyed")
+    first = request(t, "k1")
+    again = request(t, "k1")
+    assert again == first
+    assert len(t.effects) == 1
+
+
+def test_keyed_tracker_fires_accepted_for_a_repeat_too():
+    t = Tracker("keyed")
+    request(t, "k1")
+    hook = CrashPlan(record=True)
+    request(t, "k1", hook=hook)
+    assert [k for k, _ in hook.points] == ["tracker-accepted"]
+
+
+def test_keyless_tracker_ignores_keys():
+    t = Tracker("keyless")
+    request(t, "k1")
+    request(t, "k1")
+    assert len(t.effects) == 2
+    assert t.lookup("k1") is None
+
+
+def test_lookup_tracker_duplicates_but_can_say_what_happened():
+    t = Tracker("lookup")
+    a = request(t, "k1")
+    request(t, "k1")
+    assert len(t.effects) == 2
+    assert t.lookup("k1") == a
+    assert t.lookup("k2") is None
+
+
+def test_search_changes_nothing():
+    t = Tracker("keyed")
+    request(t, "k1")
+    assert t.search({"query": "X"}) == {"issues": [1]}
+    assert len(t.effects) == 1
+
+
+def test_tally_counts_extra_and_missing_effects():
+    t = Tracker("keyless")
+    request(t, None, (0, "a"))
+    request(t, None, (0, "a"))
+    assert t.tally([(0, "a"), (0, "b")]) == (1, 1)
+
+
+def test_model_gives_the_same_reply_when_asked_again_and_counts_calls():
+    m = ScriptedModel(load("triage"))
+    assert m.reply(0, {}) == m.reply(0, {})
+    assert m.reply(1, {"call_1": {"number": 5}})[1]["args"]["issue"] == 5
+    assert isinstance(m.reply(2, {}), str)
+    assert m.calls == 4
+
+
+def test_person_answers_truthfully_from_the_tracker():
+    t = Tracker("keyless")
+    p = ScriptedPerson(t)
+    call = Call("c1", "create_issue", {})
+    assert p.did_it_happen((0, "c1"), call, None, "") is None
+    answer = request(t, None, (0, "c1"))
+    assert p.did_it_happen((0, "c1"), call, None, "") == answer
+    assert p.asks == 2
+
+
+def test_person_decides_an_approval_request_once():
+    p = ScriptedPerson(Tracker("keyed"))
+    call = Call("c1", "create_issue", {})
+    assert p.approve("req", call) and p.approve("req", call)
+    assert p.prompts == 1
+
+
+def test_queue_person_suspends_until_answered():
+    t = Tracker("keyless")
+    call = Call("c1", "create_issue", {})
+    with pytest.raises(Suspended) as e:
+        QueuePerson(t).did_it_happen((0, "c1"), call, None, "tried nothing")
+    assert e.value.question["id"] == "0:c1"
+    assert QueuePerson(t, {"0:c1": False}).did_it_happen((0, "c1"), call, None, "") is None
+
+
+def test_flaky_server_fails_first_attempts_after_then_before_accept():
+    job = load("triage")
+    t = Tracker("keyless")
+    s = ToolServer(t, job, flaky=True)
+    tool = job.tools["create_issue"]
+    with pytest.raises(ToolFailed):
+        s.call(tool, {}, None, (0, "call_1"), CrashPlan(), "d")
+    assert len(t.effects) == 1  # accepted, then died
+    with pytest.raises(ToolFailed):
+        s.call(tool, {}, None, (0, "call_2"), CrashPlan(), "d")
+    assert len(t.effects) == 1  # died before the request arrived
+    s.call(tool, {}, None, (0, "call_2"), CrashPlan(), "d")
+    assert len(t.effects) == 2
