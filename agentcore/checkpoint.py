@@ -7,9 +7,6 @@ Rules:
 - fsync of the file and its directory is a setting: on for real use (the rename must survive a
   power cut), off in sweeps (a crash here is a killed process, and the page cache survives that).
 - A temp file left by a crash is ignored and removed on load: it may be half written.
-- Encoding relies on one fact of the loop's state: {"run_id", "done", "turns": [...], ...} where
-  only the last turn ever changes. Earlier turns are encoded once and reused, which halves the
-  cost of a save late in a run. A state of another shape is encoded whole.
 - A checkpoint that is not valid JSON of the expected shape is an error naming the file. Starting
   from scratch instead would silently redo every effect the run already had.
 """
@@ -26,29 +23,6 @@ from agentcore.crash import Hook, Kind, no_crash
 _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
-class Encoder:
-    """State to bytes, reusing the encoding of every turn but the last (see the rules above)."""
-
-    __slots__ = ("done",)
-
-    def __init__(self) -> None:
-        self.done: list[tuple[object, str]] = []  # (turn object, its encoding), for closed turns
-
-    def __call__(self, state: dict[str, Any]) -> bytes:
-        turns = state.get("turns")
-        if not isinstance(turns, list) or not turns:
-            return _encode(state).encode()
-        cache = self.done
-        n = len(turns) - 1
-        if len(cache) > n or any(cache[i][0] is not turns[i] for i in range(len(cache))):
-            cache.clear()
-        while len(cache) < n:
-            cache.append((turns[len(cache)], _encode(turns[len(cache)])))
-        parts = [c[1] for c in cache]
-        parts.append(_encode(turns[-1]))
-        rest = {k: v for k, v in state.items() if k != "turns"}
-        head = _encode(rest)
-        return (head[:-1] + (',"turns":[' if len(head) > 2 else '"turns":[') + ",".join(parts) + "]}").encode()
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
 
@@ -65,7 +39,9 @@ class Store(Protocol):
 
 
 class FileCheckpoint:
-    __slots__ = ("path", "tmp", "fsync", "hook", "saves", "encode")
+    # `disk` and `pending` mirror what the files hold (the checkpoint, and a temp file between
+    # write and rename), so that a sweep can note the durable state at a point without reading.
+    __slots__ = ("path", "tmp", "fsync", "hook", "saves", "disk", "pending")
 
     def __init__(self, path: str, fsync: bool = True, hook: Hook = no_crash) -> None:
         self.path = path
@@ -73,7 +49,8 @@ class FileCheckpoint:
         self.fsync = fsync
         self.hook = hook
         self.saves = 0
-        self.encode = Encoder()
+        self.disk: bytes | None = None
+        self.pending: bytes | None = None
 
     def load(self) -> dict[str, Any] | None:
         try:
@@ -81,14 +58,18 @@ class FileCheckpoint:
         except FileNotFoundError:
             pass
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read()
+            fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        try:
+            raw = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+        finally:
+            os.close(fd)
+        self.disk = raw
         return parse(raw, self.path)
 
     def save(self, state: dict[str, Any], what: str) -> None:
-        data = self.encode(state)
+        data = self.pending = _encode(state).encode()
         fd = os.open(self.tmp, _FLAGS, 0o644)
         try:
             os.write(fd, data)
@@ -104,6 +85,7 @@ class FileCheckpoint:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+        self.disk, self.pending = data, None
         self.saves += 1
         self.hook(Kind.SAVE_RENAMED, what)
 

@@ -9,6 +9,7 @@ new run object from the checkpoint file and the surviving stand-ins.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol
 
@@ -56,16 +57,19 @@ class CrashPlan:
     uninterrupted run and of each once-scenario's restart, and only counts everywhere else.
     """
 
-    __slots__ = ("crash_at", "count", "points")
+    __slots__ = ("crash_at", "count", "points", "on_point")
 
     def __init__(self, crash_at: int | None = None, record: bool = False) -> None:
         self.crash_at = crash_at
         self.count = 0
         self.points: list[tuple[str, str]] | None = [] if record else None
+        self.on_point: Callable[[], None] | None = None  # called at each point, before a crash
 
     def __call__(self, kind: str, detail: str) -> None:
         self.count += 1
         if self.points is not None:
             self.points.append((kind, label(kind, detail)))
+        if self.on_point is not None:
+            self.on_point()
         if self.count == self.crash_at:
             raise Crash(self.count, kind, detail)

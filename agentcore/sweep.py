@@ -9,8 +9,11 @@ Rules:
   already finished are not run again (the scheduler knows them).
 - The uninterrupted run lists the first points. For each first point p: the once scenario crashes
   at p and runs the restart to the end, listing the restart's points; at depth 2, for each of those
-  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end. No extra
-  probe runs: the once scenario's restart is the list the twice pass needs.
+  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end.
+- No replays: a crash keeps only the durable state (checkpoint files, world), so the once
+  scenario's restart notes that state at each of its points (the files' bytes are mirrored by the
+  store, the world is a few small lists); the twice scenario for q starts its last process from the
+  note for q. A test checks this against crashing a full replay at (p, q), scenario by scenario.
 - Scenarios are independent, so the work splits into chunks, one per first point (the once
   scenario and its twice scenarios), which worker processes run in parallel; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
@@ -100,7 +103,7 @@ class Played:
     effects: list[dict[str, Any]] | None = None
     durable: dict[str, Any] | None = None  # set when a question suspended the scenario
     question: dict[str, Any] | None = None
-    fork: dict[str, Any] | None = None  # the durable state right after the first crash
+    restarts: list[dict[str, Any]] | None = None  # the durable state at each point of process 2
 
 
 def _files(paths: list[str]) -> dict[str, str]:
@@ -116,12 +119,12 @@ def _files(paths: list[str]) -> dict[str, str]:
 
 def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False, collect: bool = False,
          resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None,
-         fork: bool = False) -> Played:
+         capture: bool = False) -> Played:
     """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
 
-    `resume` continues from a durable state (a waiting scenario, or a fork); with `fork`, the
-    durable state right after the first crash is kept in `Played.fork`, so that the twice
-    scenarios of a first point start from there instead of replaying the first process.
+    `resume` continues from a durable state (a waiting scenario, or a noted restart state); with
+    `capture`, the second process notes the durable state at each of its points in
+    `Played.restarts`, from which the twice scenarios start their last process.
     """
     paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
     for p in paths:  # a leftover temp file is the load's to remove
@@ -156,29 +159,53 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
         seq, counted, plan_rest = resume["seq"], resume["counted"], list(plan)
         if collect:
             timeline = list(resume["timeline"])
+            if resume.get("crash"):
+                timeline += [{"kind": "crash", "text": resume["crash"]},
+                             {"kind": "restart", "text": "a new process starts from the checkpoint"}]
 
-    def durable(counted_now: int, rest: list[int]) -> dict[str, Any]:
+    def durable(counted_now: int, rest: list[int], files: dict[str, str] | None = None) -> dict[str, Any]:
         return {
             "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
             "model_calls": model.calls, "answers": dict(getattr(person, "answers", {})), "asks": person.asks,
-            "prompts": person.prompts, "decisions": dict(person.decisions), "files": _files(paths),
+            "prompts": person.prompts, "decisions": dict(person.decisions),
+            "files": _files(paths) if files is None else files,
             "seq": seq, "counted": counted_now, "plan": rest,
             "timeline": timeline + [{"kind": k, "text": t} for k, t in log] if log is not None else [],
         }
+
+    finished: dict[str, str] = {}  # checkpoint files of job runs that are over (they change no more)
+    store: FileCheckpoint | None = None
+    restarts: list[dict[str, Any]] | None = None
+
+    def note() -> None:
+        """The durable state at this point of process 2, as a crash here would leave it."""
+        assert restarts is not None and store is not None
+        files = dict(finished)
+        name = os.path.basename(store.path)
+        if store.disk is not None:
+            files[name] = store.disk.decode()
+        if store.pending is not None:
+            files[name + ".tmp"] = store.pending.decode()
+        state = durable(0, [], files)
+        kind, text = restart_hook.points[-1] if restart_hook.points else ("", "")
+        state["crash"] = f"crash at point {restart_hook.count} of this process: {text}"
+        restarts.append(state)
 
     processes: list[CrashPlan] = []
     crashes: list[Crash] = []
     saves = 0
     status = "done"
     suspended: Suspended | None = None
-    forked: dict[str, Any] | None = None
     crash_at: int | None = None
-    hook = CrashPlan()
+    hook = restart_hook = CrashPlan()
     while True:
         crash_at = plan_rest.pop(0) if plan_rest else None
         hook = CrashPlan(crash_at, record)
         if not processes and counted:
             hook.count = counted  # a resumed process keeps counting toward its planned crash
+        if capture and len(processes) == 1:
+            restarts, restart_hook = [], hook
+            hook.on_point = note
         processes.append(hook)
         try:
             while seq < cfg.runs:
@@ -188,6 +215,8 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
                     Loop(cfg.design, cfg.job, store, server, model, person, hook, run_id, seq, log).run()
                 finally:
                     saves += store.saves
+                if store.disk is not None:
+                    finished[os.path.basename(store.path)] = store.disk.decode()
                 seq += 1
             break
         except Crash as c:
@@ -195,8 +224,6 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
             if log is not None:
                 log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
                 log.append(("restart", "a new process starts from the checkpoint"))
-            if fork and forked is None:
-                forked = durable(0, [])
         except ToolGaveUp as e:
             status = "failed"
             if log is not None:
@@ -212,7 +239,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
     expected = [(r, c.id) for r in range(cfg.runs) for c in cfg.job.changing_calls()]
     dups, missing = tracker.tally(expected)
     played = Played(processes, crashes, dups, missing, person.asks, person.prompts, model.calls, saves, status)
-    played.fork = forked
+    played.restarts = restarts
     if log is not None:
         played.timeline = timeline + [{"kind": k, "text": t} for k, t in log]
         played.effects = list(tracker.effects)
@@ -267,14 +294,14 @@ class ChunkResult:
 
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str, collect: bool = False) -> ChunkResult:
     first = (chunk.first, chunk.kind, chunk.label)
-    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, fork=depth == 2)
+    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, capture=depth == 2)
     out = ChunkResult(chunk.config, chunk.first, [_record(cfg, once, first, None)], once.saves)
     _keep_waiting(out, once)
-    if depth == 2 and once.fork is not None:
+    if depth == 2 and once.restarts is not None:
         restart = once.processes[1].points
         assert restart is not None
-        for q, (kind, label) in enumerate(restart, 1):
-            twice = play(cfg, (q,), workdir, collect=collect, resume=once.fork)
+        for q, ((kind, label), state) in enumerate(zip(restart, once.restarts, strict=True), 1):
+            twice = play(cfg, (), workdir, collect=collect, resume=state)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
             _keep_waiting(out, twice)

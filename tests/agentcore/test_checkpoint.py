@@ -1,11 +1,7 @@
-import json
 import os
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from agentcore.checkpoint import CheckpointError, Encoder, FileCheckpoint
+from agentcore.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.crash import Crash, CrashPlan, Kind
 
 STATE = {"run_id": "run-1", "done": False, "turns": []}
@@ -69,17 +65,3 @@ def test_fsync_setting_syncs_file_and_folder(tmp_path, monkeypatch):
     calls.clear()
     FileCheckpoint(str(tmp_path / "d.json"), fsync=False).save(STATE, "start")
     assert calls == []
-
-
-json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-                           lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
-                           max_leaves=10)
-
-
-@given(st.lists(st.dictionaries(st.text(max_size=4), json_values, max_size=3), max_size=4), json_values)
-def test_encoder_equals_plain_json_as_turns_grow(turns, extra):
-    enc = Encoder()
-    state = {"run_id": "r", "done": False, "turns": [], "x": extra}
-    for t in turns:
-        state["turns"].append(t)
-        assert json.loads(enc(state)) == json.loads(json.dumps(state))
