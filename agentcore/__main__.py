@@ -31,14 +31,17 @@ class Progress:
     def __call__(self, done: int, total: int) -> None:
         now = time.monotonic()
         elapsed = now - self.start
-        if elapsed < 1.0 or (now - self.last < 0.2 and done < total):
+        tty = getattr(self.stream, "isatty", lambda: False)()
+        # A terminal gets a line redrawn in place; a log gets a new line every few seconds.
+        if elapsed < 1.0 or (now - self.last < (0.2 if tty else 5.0) and done < total):
             return
         self.last = now
         rate = done / elapsed
         eta = (total - done) / rate if rate else 0.0
-        self.stream.write(f"\r{self.what}: {done}/{total} chunks, {elapsed:.1f} s, about {eta:.0f} s left ")
+        line = f"{self.what}: {done}/{total} chunks, {elapsed:.1f} s, about {eta:.0f} s left"
+        self.stream.write(f"\r{line} " if tty else line + "\n")
         self.stream.flush()
-        self.shown = True
+        self.shown = tty
 
     def close(self) -> None:
         if self.shown:

@@ -1,6 +1,7 @@
 import os
 
 import pytest
+
 from agentcore.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.crash import Crash, CrashPlan, Kind
 
