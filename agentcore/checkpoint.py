@@ -24,6 +24,7 @@ _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+_CHUNK = 1 << 16
 
 
 class CheckpointError(Exception):
@@ -62,7 +63,9 @@ class FileCheckpoint:
         except FileNotFoundError:
             return None
         try:
-            raw = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+            raw = os.read(fd, _CHUNK)
+            if len(raw) == _CHUNK:  # a big checkpoint: read the rest
+                raw += b"".join(iter(lambda: os.read(fd, _CHUNK), b""))
         finally:
             os.close(fd)
         self.disk = raw

@@ -70,6 +70,11 @@ class Config:
     person: str = "scripted"
     name: str = ""
 
+    @property
+    def expected(self) -> list[tuple[int, str]]:
+        """The effects the job should make: each changing call of each job run, once."""
+        return [(r, c.id) for r in range(self.runs) for c in self.job.changing_calls()]
+
     def __post_init__(self) -> None:
         Tracker(self.tracker)  # validates the mode
         if not 1 <= self.runs <= 100:
@@ -127,11 +132,16 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
     `Played.restarts`, from which the twice scenarios start their last process.
     """
     paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
-    for p in paths:  # a leftover temp file is the load's to remove
-        try:
-            os.remove(p)
-        except FileNotFoundError:
-            pass
+    files = resume["files"] if resume is not None else {}
+    for p in paths:  # the files a crash would have left, and no others
+        name = os.path.basename(p)
+        for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
+            if text is not None:
+                fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, text.encode())
+                os.close(fd)
+            elif os.path.lexists(f):
+                os.remove(f)
     log: list[tuple[str, str]] | None = [] if collect else None
     timeline: list[dict[str, Any]] = []
     if resume is None:
@@ -153,9 +163,6 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
             person = QueuePerson(tracker, {**resume["answers"], **(answers or {})})
         person.asks, person.prompts = resume["asks"], resume["prompts"]
         person.decisions = dict(resume["decisions"])
-        for name, text in resume["files"].items():
-            with open(os.path.join(workdir, name), "w") as f:
-                f.write(text)
         seq, counted, plan_rest = resume["seq"], resume["counted"], list(plan)
         if collect:
             timeline = list(resume["timeline"])
@@ -236,8 +243,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
                 log.append(("question", f"waiting for a person: did {s.question['call']['tool']} "
                                         f"{s.question['call']['id']} happen?"))
             break
-    expected = [(r, c.id) for r in range(cfg.runs) for c in cfg.job.changing_calls()]
-    dups, missing = tracker.tally(expected)
+    dups, missing = tracker.tally(cfg.expected)
     played = Played(processes, crashes, dups, missing, person.asks, person.prompts, model.calls, saves, status)
     played.restarts = restarts
     if log is not None:
