@@ -4,6 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
+# make run: the web server's address, and Celery workers (one per core).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# make test's second pass (tests marked `services`), when these answer.
+SERVICES_DATABASE_URL ?= postgres://127.0.0.1:5432/sweepsite
+SERVICES_BROKER_URL ?= redis://127.0.0.1:6379/11
+
 .PHONY: run test install lint bench clean
 
 $(STAMP): requirements.txt
@@ -16,11 +24,68 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-test: $(STAMP) lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+# The first user: admin, with SWEEPSITE_ADMIN_PASSWORD or a generated password printed once.
+define FIRST_USER
+import os, secrets
+from django.contrib.auth import get_user_model
+users = get_user_model().objects
+if users.exists():
+    print("login: an existing user (the first run printed admin's password; "
+          "reset it with: .venv/bin/python manage.py changepassword admin)")
+else:
+    password = os.environ.get("SWEEPSITE_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+    users.create_superuser("admin", "", password)
+    print(f"login: admin / {password}   (created now; shown only this once)")
+endef
+export FIRST_USER
 
+# Exit 0 if PostgreSQL and Redis of the second pass answer; else say why (stderr) and exit 1.
+define SERVICES_UP
+import socket, sys
+from urllib.parse import urlparse
+down = []
+for name, url, port in (("PostgreSQL", "$(SERVICES_DATABASE_URL)", 5432), ("Redis", "$(SERVICES_BROKER_URL)", 6379)):
+    u = urlparse(url)
+    try:
+        socket.create_connection((u.hostname or "127.0.0.1", u.port or port), timeout=2).close()
+    except OSError as e:
+        down.append(f"{name} at {u.hostname}:{u.port or port} is unreachable ({e.strerror or e})")
+print("; ".join(down), file=sys.stderr)
+sys.exit(1 if down else 0)
+endef
+export SERVICES_UP
+
+# Workers: $(WORKERS) single-process (solo pool) workers rather than one prefork worker with
+# --concurrency $(WORKERS): on the filesystem broker a prefork worker fetches its next message only
+# at its next poll (~50 ms, longer than a chunk takes), a solo worker right after each task.
 run: $(STAMP)
-	$(PY) -m agentcore table
+	@$(PY) manage.py migrate --noinput -v 0
+	@$(PY) manage.py shell --no-imports -c "$$FIRST_USER"
+	@pids=""; \
+	trap 'kill -TERM $$pids 2>/dev/null; wait; echo "workers stopped"' EXIT; \
+	trap 'exit 0' INT TERM; \
+	for i in $$(seq 1 $(WORKERS)); do \
+		$(VENV)/bin/celery -A sweepsite --quiet worker --pool solo --concurrency 1 -n worker$$i@%h --loglevel WARNING \
+			--without-gossip --without-mingle --without-heartbeat & pids="$$pids $$!"; \
+	done; \
+	echo "sweepsite: http://$(HOST):$(PORT)/  ($(WORKERS) Celery workers; Ctrl-C stops everything)"; \
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
+# `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless
+# REQUIRE_SERVICES=1, as on CI). Exit status 5 (no tests collected) is not a failure.
+test: $(STAMP) lint
+	@echo "== pytest: SQLite and the filesystem broker =="
+	@$(PY) -m pytest -m "not services" $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
+	@echo "== pytest -m services: PostgreSQL ($(SERVICES_DATABASE_URL)) and Redis ($(SERVICES_BROKER_URL)) =="
+	@if $(PY) -c "$$SERVICES_UP"; then \
+		DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \
+			$(PY) -m pytest -m services $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; \
+	elif [ "$$REQUIRE_SERVICES" = "1" ]; then \
+		echo "FAILED: the services pass needs PostgreSQL and Redis (REQUIRE_SERVICES=1)"; exit 1; \
+	else \
+		echo "SKIPPED the services pass: PostgreSQL and Redis are needed (see above)."; \
+	fi
 
 bench: $(STAMP)
 	$(PY) bench/bench_table.py

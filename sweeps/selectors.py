@@ -65,7 +65,8 @@ def sweep_get(sweep_id: int) -> Sweep:
 
 
 def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
-    """Chunks stored of the total, scenarios stored, rate (scenarios per second) and ETA, from stored rows."""
+    """Chunks stored of the total, scenarios stored, rate (scenarios per second), ETA, and how long no
+    chunk was stored, all read from the stored rows."""
     agg = Chunk.objects.filter(sweep=sweep).aggregate(
         stored=Count("id", filter=Q(stored=True)), planned=Count("id"), last=Max("stored_at"))
     scenarios = Scenario.objects.filter(sweep=sweep).count()
@@ -79,11 +80,13 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
     if 0 < stored < total and elapsed > 0:
         eta = round(elapsed / stored * (total - stored), 1)
     open_questions = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()
+    idle = max((now - (agg["last"] or sweep.created_at)).total_seconds(), 0.0)
     return {
         "status": sweep.status, "error": sweep.error, "chunks_stored": stored, "total_chunks": total,
         "percent": round(100 * stored / total, 1) if total else 0.0, "scenarios": scenarios,
         "rate": round(rate, 1), "eta_seconds": eta, "elapsed_seconds": round(elapsed, 1),
         "open_questions": open_questions, "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED),
+        "idle_seconds": round(idle, 1),  # since the last chunk was stored (or the launch)
     }
 
 
@@ -95,21 +98,29 @@ def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
 
 
 def heatmap_config_first(sweep: Sweep, metric: str) -> list[dict[str, Any]]:
-    """One cell per (config, first point): the metric summed over its scenarios, the point's label."""
+    """One cell per (config, first point): the metric summed over its scenarios (GROUP BY in SQL)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
     return list(Scenario.objects.filter(sweep=sweep).order_by().values("config", "first_point")
-                .annotate(value=Sum(metric), label=Max("first_label"), scenarios=Count("id"))
-                .order_by("config", "first_point"))
+                .annotate(value=Sum(metric)).order_by("config", "first_point"))
 
 
-def heatmap_first_second(sweep: Sweep, config: int, metric: str) -> list[dict[str, Any]]:
-    """One cell per twice scenario of one config: (first point, second point), the metric, both labels."""
+def heatmap_first_second(sweep: Sweep, config: int, metric: str) -> list[tuple[int, int, int, str]]:
+    """One cell per twice scenario of one config: (first point, second point, metric, second label)."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}")
     return list(Scenario.objects.filter(sweep=sweep, config=config, second_point__gt=0).order_by()
-                .values("first_point", "second_point", "first_label", "second_label", value=F(metric))
+                .values_list("first_point", "second_point", metric, "second_label")
                 .order_by("first_point", "second_point"))
+
+
+def point_labels(sweep: Sweep) -> dict[tuple[int, int], str]:
+    """(config, first point) -> the first crash point's label, from the chunks (or the once rows if none)."""
+    rows = list(Chunk.objects.filter(sweep=sweep).order_by().values_list("config", "first_point", "label"))
+    if not rows:
+        rows = list(Scenario.objects.filter(sweep=sweep, second_point=0).order_by()
+                    .values_list("config", "first_point", "first_label"))
+    return {(c, f): label for c, f, label in rows}
 
 
 def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenario]:
@@ -119,7 +130,7 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
                                          "second_point", "status")}
     qs = qs.filter(**{k: v for k, v in exact.items() if v not in (None, "")})
     flags = {"twice": Q(second_point__gt=0), "has_dups": Q(duplicates__gt=0), "asked": Q(asks__gt=0),
-             "missing_effects": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0)}
+             "missing": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0)}
     for name, cond in flags.items():
         v = filters.get(name)
         if v is True:

@@ -10,13 +10,23 @@ come from the environment.
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from pathlib import Path
 
 import dj_database_url
 import plotly
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("SWEEPSITE_VAR", BASE_DIR / "var"))
+# Under pytest (unless SWEEPSITE_VAR says where), the broker folder and the test database live in
+# a temp dir private to the test session, so tests never meet `make run`'s workers or var/db.sqlite3.
+# Worker subprocesses started by tests get SWEEPSITE_VAR set to it (sweeps.tasks.worker_environ).
+TESTING = "pytest" in sys.modules
+if TESTING and "SWEEPSITE_VAR" not in os.environ:
+    VAR_DIR = Path(tempfile.mkdtemp(prefix="sweepsite-test-"))
+    TEST_VAR_DIR = VAR_DIR  # removed at the end of the session (tests/conftest.py)
+else:
+    VAR_DIR = Path(os.environ.get("SWEEPSITE_VAR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 PRODUCTION = os.environ.get("DJANGO_PRODUCTION") == "1"
@@ -87,6 +97,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # The test database is a file, not ":memory:", so a Celery worker subprocess can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+elif TESTING:
+    # One test database per session: two test runs at once on one PostgreSQL do not collide.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
@@ -115,12 +130,13 @@ SWEEPSITE_MAX_JOB_BYTES = 1_000_000
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem"):
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         "polling_interval": 0.05,
     }
@@ -134,6 +150,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
+# The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
+# sharing a Redis never take each other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SWEEPSITE_QUEUE",
+                                           f"sweepsite-test-{os.getpid()}" if TESTING else "sweepsite")
 
 LOGGING = {
     "version": 1,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentcore.sweep import TABLE
+from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 
 KINDS = ("reply-arrived", "tracker-accepted", "tool-returned", "result-saved")
@@ -15,7 +16,7 @@ def configs(n: int = 11) -> list[dict[str, str]]:
 
 
 def make_sweep(n_configs: int = 11, **kw: Any) -> Sweep:
-    fields = {"job_name": "triage", "job_source": "{}", "configs": configs(n_configs), "depth": 2}
+    fields = {"job_name": "triage", "job_source": builtin_job_source(), "configs": configs(n_configs), "depth": 2}
     fields.update(kw)
     return Sweep.objects.create(**fields)
 

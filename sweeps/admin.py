@@ -1,0 +1,58 @@
+"""The Django admin for sweeps, chunks, scenarios and questions.
+
+Big JSON columns (job text, timelines, durable state) are read-only and kept out of the lists;
+foreign keys are raw IDs so that a change page never loads 100,000 rows into a select.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from sweeps.models import Chunk, Question, Scenario, Sweep
+
+
+@admin.register(Sweep)
+class SweepAdmin(admin.ModelAdmin):
+    list_display = ("id", "job_name", "status", "depth", "runs", "person", "total_chunks", "created_by", "created_at",
+                    "finished_at")
+    list_filter = ("status", "person", "depth")
+    search_fields = ("job_name", "error")
+    raw_id_fields = ("created_by",)
+    readonly_fields = ("job_source", "configs", "table", "created_at", "finished_at", "request_token")
+    date_hierarchy = "created_at"
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ("id", "sweep", "config", "first_point", "kind", "stored", "scenarios", "attempts", "stored_at")
+    list_filter = ("stored", "kind")
+    raw_id_fields = ("sweep",)
+    list_select_related = ("sweep",)
+
+
+@admin.register(Scenario)
+class ScenarioAdmin(admin.ModelAdmin):
+    list_display = ("id", "sweep_id", "config", "design", "tracker", "first_point", "second_point", "duplicates",
+                    "missing", "asks", "calls_plus", "status")
+    list_filter = ("status", "tracker", "design", "first_kind")
+    search_fields = ("first_label", "second_label")
+    raw_id_fields = ("sweep",)
+    readonly_fields = ("timeline", "effects")
+    show_full_result_count = False  # no COUNT(*) over every row on each page
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Scenario]:
+        qs = super().get_queryset(request)
+        match = request.resolver_match
+        return qs.defer("timeline", "effects") if match and match.url_name.endswith("changelist") else qs
+
+
+@admin.register(Question)
+class QuestionAdmin(admin.ModelAdmin):
+    list_display = ("id", "sweep_id", "scenario_id", "qid", "key", "status", "answer", "truth", "answered_by",
+                    "answered_at")
+    list_filter = ("status", "answer", "truth")
+    search_fields = ("qid", "key")
+    raw_id_fields = ("sweep", "scenario", "answered_by")
+    readonly_fields = ("call", "durable", "created_at")

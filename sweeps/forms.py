@@ -1,0 +1,174 @@
+"""The dashboard's forms: launching a sweep, the scenario list's filters, heatmap options, answers.
+
+Every value from a URL or a POST goes through one of these, so that bad input is a form error (a 400
+page), never an exception deeper down.
+"""
+
+from __future__ import annotations
+
+import uuid
+from importlib import resources
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from agentcore.crash import Kind
+from agentcore.designs import DESIGNS
+from agentcore.jobs import BUILTIN, JobError, parse
+from agentcore.world import MODES
+from sweeps.models import Scenario, Sweep
+from sweeps.selectors import METRICS
+
+MAX_POINT = 1_000_000  # far beyond any sweep; keeps integers inside what every database takes
+MAX_PAGE = 1_000_000
+YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
+
+
+def builtin_job_source(name: str = "triage") -> str:
+    """The JSON text of a built-in job."""
+    return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text(encoding="utf-8")
+
+
+def _yes_no(label: str) -> forms.TypedChoiceField:
+    return forms.TypedChoiceField(label=label, choices=YES_NO, required=False, coerce=lambda v: v == "yes",
+                                  empty_value=None)
+
+
+def new_request_token() -> str:
+    return uuid.uuid4().hex
+
+
+class LaunchForm(forms.Form):
+    job = forms.ChoiceField(choices=[("triage", "the built-in triage job"), ("upload", "upload a job file (JSON)")],
+                            initial="triage", widget=forms.RadioSelect)
+    job_file = forms.FileField(required=False, label="job file",
+                               help_text=f"JSON, at most {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+    preset = forms.ChoiceField(
+        choices=[("table", "the chapter's table (11 configurations)"),
+                 ("custom", "the designs × tracker modes chosen below")],
+        initial="table", widget=forms.RadioSelect)
+    designs = forms.MultipleChoiceField(choices=[(d.name, f"{d.name} ({d.title})") for d in DESIGNS.values()],
+                                        required=False, widget=forms.CheckboxSelectMultiple)
+    trackers = forms.MultipleChoiceField(choices=[(m, m) for m in MODES], required=False,
+                                         widget=forms.CheckboxSelectMultiple, label="tracker modes")
+    depth = forms.TypedChoiceField(choices=[(1, "1: crash once"), (2, "2: crash once, then again in the restart")],
+                                   coerce=int, initial=2)
+    runs = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="job runs in sequence (1 to 10)")
+    person = forms.ChoiceField(choices=[(Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
+                                        (Sweep.Person.QUEUE, "the question queue (people answer here)")],
+                               initial=Sweep.Person.SCRIPTED)
+    request_token = forms.UUIDField(widget=forms.HiddenInput)
+
+    def clean_job_file(self) -> Any:
+        f = self.cleaned_data.get("job_file")
+        if f is not None and f.size > settings.SWEEPSITE_MAX_JOB_BYTES:
+            raise forms.ValidationError(
+                f"the file is {f.size:,} bytes; the limit is {settings.SWEEPSITE_MAX_JOB_BYTES:,}")
+        return f
+
+    def clean_request_token(self) -> str:
+        return self.cleaned_data["request_token"].hex
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("job") == "triage":
+            source = builtin_job_source("triage")
+            name = "builtin:triage"
+        elif data.get("job") == "upload":
+            f = data.get("job_file")
+            if f is None:
+                if "job_file" not in self.errors:
+                    self.add_error("job_file", "choose a job file to upload")
+                return data
+            raw = f.read(settings.SWEEPSITE_MAX_JOB_BYTES + 1)
+            if len(raw) > settings.SWEEPSITE_MAX_JOB_BYTES:
+                self.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+                return data
+            try:
+                source = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.add_error("job_file", "the file is not UTF-8 text")
+                return data
+            name = f.name or "upload"
+        else:
+            return data
+        try:
+            data["job_obj"] = parse(source, name)
+        except JobError as e:
+            self.add_error("job_file" if data.get("job") == "upload" else "job", str(e))
+            return data
+        data["job_source"] = source
+        if data.get("preset") == "custom":
+            if not data.get("designs"):
+                self.add_error("designs", "choose at least one design")
+            if not data.get("trackers"):
+                self.add_error("trackers", "choose at least one tracker mode")
+        return data
+
+
+class ScenarioFilterForm(forms.Form):
+    """The scenario list's filters (and the export's): every field optional; unknown parameters are ignored."""
+
+    config = forms.TypedChoiceField(choices=[], coerce=int, required=False, empty_value=None, label="configuration")
+    design = forms.ChoiceField(choices=[("", "any")] + [(d, d) for d in DESIGNS], required=False)
+    tracker = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in MODES], required=False)
+    first_kind = forms.ChoiceField(choices=[("", "any")] + [(k.value, k.value) for k in Kind], required=False,
+                                   label="first point kind")
+    first_point = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False)
+    second_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False,
+                                      help_text="0: the once scenario")
+    twice = _yes_no("twice")
+    has_dups = _yes_no("has duplicates")
+    asked = _yes_no("asked")
+    missing = _yes_no("missing effects")
+    extra_calls = _yes_no("repeated model calls")
+    status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False)
+    page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
+
+    FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups",
+               "asked", "missing", "extra_calls", "status")
+
+    def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sweep = sweep
+        self.fields["config"].choices = [("", "any")] + [(str(i), c["name"]) for i, c in enumerate(sweep.configs)]
+
+    def filters(self) -> dict[str, Any]:
+        """The cleaned filters (without the page), None for "any"."""
+        return {k: self.cleaned_data.get(k) for k in self.FILTERS
+                if self.cleaned_data.get(k) not in (None, "")}
+
+
+class HeatmapForm(forms.Form):
+    metric = forms.ChoiceField(choices=[(m, m) for m in METRICS], required=False)
+    config = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, choices=[])
+
+    def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["config"].choices = [(str(i), c["name"]) for i, c in enumerate(sweep.configs)]
+
+    def clean_metric(self) -> str:
+        return self.cleaned_data.get("metric") or "duplicates"
+
+    def clean_config(self) -> int:
+        v = self.cleaned_data.get("config")
+        return 0 if v is None else v
+
+
+class PageForm(forms.Form):
+    page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
+
+
+class QuestionListForm(forms.Form):
+    status = forms.ChoiceField(choices=[("open", "open"), ("answered", "answered")], required=False)
+    page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
+
+    def clean_status(self) -> str:
+        return self.cleaned_data.get("status") or "open"
+
+
+class AnswerForm(forms.Form):
+    happened = forms.TypedChoiceField(choices=[("yes", "it happened"), ("no", "it did not happen")],
+                                      coerce=lambda v: v == "yes")
+    next = forms.CharField(required=False, max_length=2000)

@@ -1,0 +1,555 @@
+"""Every write of the dashboard: launching, storing chunks, finalizing, questions, timelines.
+
+Rules:
+- Keyword-only functions taking IDs or plain values; views, tasks and commands call these and
+  nothing else writes. Each is idempotent: a repeated call (a redelivered task, a double click)
+  changes nothing the second time.
+- Work (agentcore playing scenarios) happens outside transactions; each store is one short
+  transaction opened by a conditional UPDATE (`... WHERE stored = false`, `... WHERE status =
+  'answered'`), so two workers racing on one chunk or one question store it once: the loser's
+  UPDATE touches no row and it writes nothing.
+- "Done" is read from the database (every chunk stored, no question left unresolved), never from
+  a counter that a killed worker could leave wrong.
+- Tasks are enqueued with `transaction.on_commit`: a worker never sees an ID before its row exists.
+- One helper, `agent_configs`, turns a stored sweep into agentcore configurations.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from agentcore import designs
+from agentcore import sweep as agentsweep
+from agentcore.checkpoint import CheckpointError
+from agentcore.checkpoint import parse as parse_checkpoint
+from agentcore.jobs import BUILTIN, Job, JobError
+from agentcore.jobs import parse as parse_job
+from agentcore.world import MODES
+from sweeps import selectors
+from sweeps.models import Chunk, Question, Scenario, Sweep
+
+log = logging.getLogger(__name__)
+
+MAX_DEPTH = 2
+MAX_RUNS = 10
+MAX_CONFIGS = 64
+MAX_NAME = 200
+# A chunk started this many times without being stored (killed workers, a chunk that kills its
+# process) fails its sweep with a message instead of being redelivered forever.
+MAX_CHUNK_ATTEMPTS = 5
+# Chunks per task message: a chunk takes ~12 ms to play; up to 8 per message keep the broker's
+# round trip and the worker's per-task database connection a small share of the work, while a
+# sweep still makes at least 32 messages so that workers share it evenly and finish together.
+# Each chunk is still stored (and counted as progress) on its own.
+MAX_CHUNKS_PER_TASK = 8
+MIN_MESSAGES = 32
+
+
+# --- configurations --------------------------------------------------------------------------
+
+
+def builtin_job_source(name: str = "triage") -> str:
+    """The JSON text of a built-in job (what a sweep of "the triage job" stores)."""
+    if name not in BUILTIN:
+        raise ValidationError(f"unknown built-in job {name!r} (choose from {', '.join(BUILTIN)})")
+    return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text()
+
+
+def table_configs_for(job: Job | None = None) -> list[dict[str, str]]:
+    """The chapter's table as config dicts: its 11 rows (the preset of the launch form).
+
+    The rows do not depend on the job; `job` is accepted so a caller can say which job it is for.
+    """
+    return [{"name": name, "design": d, "tracker": t} for name, d, t in agentsweep.TABLE]
+
+
+def configs_for(design_names: list[str], trackers: list[str]) -> list[dict[str, str]]:
+    """Every design with every tracker mode, named like "loop, keyed tracker"."""
+    return [{"name": f"{d}, {t} tracker", "design": d, "tracker": t}
+            for d, t in itertools.product(design_names, trackers)]
+
+
+def _design(name: str) -> designs.Design:
+    # "loop+reuse_run_id" is a design with planted bugs, named as agentcore names it.
+    base, *bugs = name.split("+")
+    return designs.get(base, tuple(bugs))
+
+
+@lru_cache(maxsize=64)
+def _configs(job_source: str, configs: tuple[tuple[str, str, str], ...], runs: int,
+             person: str) -> tuple[agentsweep.Config, ...]:
+    job = parse_job(job_source, "stored job")
+    return tuple(agentsweep.Config(job, _design(d), t, runs, person, name) for name, d, t in configs)
+
+
+def agent_configs(sweep: Sweep) -> tuple[agentsweep.Config, ...]:
+    """The sweep's agentcore configurations, in the order its `config` columns index (cached)."""
+    key = tuple((c["name"], c["design"], c["tracker"]) for c in sweep.configs)
+    return _configs(sweep.job_source, key, sweep.runs, sweep.person)
+
+
+def agent_config(sweep: Sweep, index: int) -> agentsweep.Config:
+    return agent_configs(sweep)[index]
+
+
+_WORKDIR: tuple[int, str] | None = None
+
+
+def _workdir() -> str:
+    """A checkpoint folder private to this process (RAM-backed when possible)."""
+    global _WORKDIR
+    if _WORKDIR is None or _WORKDIR[0] != os.getpid() or not os.path.isdir(_WORKDIR[1]):
+        _remove_stale_workdirs()
+        path = tempfile.mkdtemp(prefix=f"sweepsite-{os.getpid()}-", dir=agentsweep.ram_dir())
+        atexit.register(shutil.rmtree, path, True)
+        _WORKDIR = (os.getpid(), path)
+    return _WORKDIR[1]
+
+
+def _remove_stale_workdirs() -> None:
+    """Folders left by killed processes (a SIGKILLed worker runs no exit handler)."""
+    base = agentsweep.ram_dir() or tempfile.gettempdir()
+    for name in os.listdir(base):
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != "sweepsite" or not parts[1].isdigit():
+            continue
+        try:
+            os.kill(int(parts[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+        except OSError:
+            pass
+
+
+# --- launching -------------------------------------------------------------------------------
+
+
+def _check(ok: bool, message: str, code: str = "invalid") -> None:
+    if not ok:
+        raise ValidationError(message, code=code)
+
+
+def _clean_configs(configs: Any) -> list[dict[str, str]]:
+    _check(isinstance(configs, list) and len(configs) > 0, "choose at least one configuration")
+    _check(len(configs) <= MAX_CONFIGS, f"at most {MAX_CONFIGS} configurations")
+    out: list[dict[str, str]] = []
+    for i, c in enumerate(configs, 1):
+        _check(isinstance(c, dict) and set(c) == {"name", "design", "tracker"},
+               f"configuration {i}: needs exactly name, design and tracker")
+        name, design, tracker = c["name"], c["design"], c["tracker"]
+        _check(isinstance(name, str) and 0 < len(name.strip()) <= MAX_NAME,
+               f"configuration {i}: name must be 1 to {MAX_NAME} characters")
+        _check(isinstance(design, str), f"configuration {i}: design must be a name")
+        try:
+            _design(design)
+        except ValueError as e:
+            raise ValidationError(f"configuration {i}: {e}", code="invalid") from None
+        _check(tracker in MODES, f"configuration {i}: unknown tracker mode {tracker!r} "
+                                 f"(choose from {', '.join(MODES)})")
+        out.append({"name": name.strip(), "design": design, "tracker": tracker})
+    names = [c["name"] for c in out]
+    _check(len(set(names)) == len(names), "configuration names must differ")
+    return out
+
+
+def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                 person: str = "scripted", request_token: str | None = None,
+                 source_name: str = "uploaded job") -> Sweep:
+    """Validate, store the sweep and its chunks, and enqueue one task per chunk on commit.
+
+    Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
+    first sweep back (a double submit is one sweep).
+    """
+    if request_token is not None:
+        _check(isinstance(request_token, str) and 0 < len(request_token) <= 64, "bad request token")
+        existing = Sweep.objects.filter(request_token=request_token).first()
+        if existing is not None:
+            return existing
+    _check(isinstance(job_source, str), "the job must be JSON text")
+    try:
+        job = parse_job(job_source, source_name)
+    except JobError as e:
+        raise ValidationError(str(e), code="job") from None
+    _check(type(depth) is int and 1 <= depth <= MAX_DEPTH, f"depth must be 1 or 2, not {depth!r}")
+    _check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
+    _check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
+    clean = _clean_configs(configs)
+    cfgs = [agentsweep.Config(job, _design(c["design"]), c["tracker"], runs, person, c["name"]) for c in clean]
+    # The crash points come from the uninterrupted run with a truthful person: a queue person
+    # would suspend it at its first question (the points after an answer are the same).
+    plan: list[agentsweep.Chunk] = []
+    with agentsweep.Workdir() as d:
+        for i, cfg in enumerate(cfgs):
+            try:
+                pts = agentsweep.points(replace(cfg, person="scripted"), d)
+            except ValueError as e:
+                raise ValidationError(str(e), code="job") from None
+            plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
+
+    try:
+        with transaction.atomic():
+            sweep = Sweep.objects.create(
+                job_name=job.name, job_source=job_source, configs=clean, depth=depth, runs=runs, person=person,
+                created_by=user if getattr(user, "pk", None) else None, request_token=request_token,
+                total_chunks=len(plan),
+            )
+            chunks = Chunk.objects.bulk_create(
+                [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:40], label=c.label[:300])
+                 for c in plan]
+            )
+            ids = [c.pk for c in chunks]
+            if None in ids:  # a backend that does not return keys from bulk inserts
+                ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=ids))
+    except IntegrityError:
+        if request_token is not None:  # two submits raced: the other one stored it
+            existing = Sweep.objects.filter(request_token=request_token).first()
+            if existing is not None:
+                return existing
+        raise
+    return sweep
+
+
+def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = ()) -> None:
+    """Publish the tasks (called on commit), a few chunks per message.
+
+    A broker that cannot be reached leaves no sweep "running" forever: a launch or resume fails
+    the sweep with a message saying so (and `sweep_resume` enqueues again once it is back), an
+    answer notes it on the sweep; then the error is raised for the caller to report."""
+    from sweeps import tasks
+
+    per_task = max(1, min(MAX_CHUNKS_PER_TASK, len(chunk_ids) // MIN_MESSAGES))
+    try:
+        with tasks.app.producer_or_acquire() as producer:
+            for i in range(0, len(chunk_ids), per_task):
+                batch = list(chunk_ids[i:i + per_task])
+                if len(batch) == 1:
+                    tasks.run_chunk.apply_async((batch[0],), producer=producer)
+                else:
+                    tasks.run_chunks.apply_async((batch,), producer=producer)
+            for qid in question_ids:
+                tasks.resume_question.apply_async((qid,), producer=producer)
+    except Exception as e:
+        log.exception("sweep %s: cannot enqueue tasks", sweep.pk)
+        msg = f"could not reach the task broker ({type(e).__name__}: {e}); resume the sweep once it is back"
+        if chunk_ids:
+            Sweep.objects.filter(pk=sweep.pk).exclude(status=Sweep.Status.DONE).update(
+                status=Sweep.Status.FAILED, error=msg)
+            sweep.status, sweep.error = Sweep.Status.FAILED, msg
+        else:
+            Sweep.objects.filter(pk=sweep.pk).update(error=msg)
+        raise
+
+
+# --- running chunks --------------------------------------------------------------------------
+
+
+_SCENARIO_COLUMNS = [f for f in Scenario._meta.concrete_fields if not f.primary_key]
+_JSON_COLUMNS = {"timeline", "effects"}
+
+
+def _scenario_values(sweep_id: int, config: int, r: Any, keep_timeline: bool) -> dict[str, Any]:
+    return {
+        "sweep_id": sweep_id, "config": config, "design": r.design, "tracker": r.tracker, "job": r.job[:200],
+        "runs": r.runs, "first_point": r.first_point, "first_kind": r.first_kind, "first_label": r.first_label[:300],
+        "second_point": r.second_point or 0, "second_kind": r.second_kind or "",
+        "second_label": (r.second_label or "")[:300], "duplicates": r.duplicates, "missing": r.missing,
+        "asks": r.asks, "approvals": r.approvals, "model_calls": r.model_calls, "calls_plus": r.calls_plus,
+        "status": r.status, "timeline": r.timeline if keep_timeline else None,
+        "effects": r.effects if keep_timeline else None,
+    }
+
+
+def _insert_scenarios(rows: list[dict[str, Any]]) -> None:
+    """INSERT ... ON CONFLICT DO NOTHING of many rows in one executemany (SQLite and PostgreSQL).
+
+    The same as bulk_create(ignore_conflicts=True), without building a model instance and
+    preparing every field through the ORM for each of a sweep's ~10,000 rows (that cost more than
+    playing the scenarios)."""
+    conn = transaction.get_connection()
+    qn = conn.ops.quote_name
+    cols = _SCENARIO_COLUMNS
+    sql = (f"INSERT INTO {qn(Scenario._meta.db_table)} ({', '.join(qn(f.column) for f in cols)}) "
+           f"VALUES ({', '.join(['%s'] * len(cols))}) ON CONFLICT DO NOTHING")
+    prep = {f.attname: f for f in cols if f.attname in _JSON_COLUMNS}
+    params = [[prep[f.attname].get_db_prep_save(row[f.attname], conn) if f.attname in prep and row[f.attname]
+               is not None else row[f.attname] for f in cols] for row in rows]
+    with conn.cursor() as cur:
+        cur.executemany(sql, params)
+
+
+def _claim(chunk_id: int) -> tuple[int, int, int, str, str, int] | None:
+    """Count an attempt at an unstored chunk and read it, in one statement; None if stored or gone."""
+    conn = transaction.get_connection()
+    qn = conn.ops.quote_name
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET attempts = attempts + 1 WHERE id = %s AND stored = %s "
+                    "RETURNING sweep_id, config, first_point, kind, label, attempts", [chunk_id, False])
+        row = cur.fetchone()
+    return tuple(row) if row else None  # type: ignore[return-value]
+
+
+def _truth(question: dict[str, Any], durable: dict[str, Any]) -> bool:
+    """Whether the call asked about took effect: the tracker holds an effect with its origin."""
+    origin = [question["run"], question["call"]["id"]]
+    return any(e.get("origin") == origin for e in durable["tracker"]["effects"])
+
+
+def _question(sweep_id: int, scenario_id: int, question: dict[str, Any], durable: dict[str, Any]) -> Question:
+    return Question(sweep_id=sweep_id, scenario_id=scenario_id, qid=str(question["id"])[:200], call=question["call"],
+                    key=(question.get("key") or "")[:64], tried=question.get("tried") or "", durable=durable,
+                    truth=_truth(question, durable))
+
+
+def _mark_stored(chunk_id: int, scenarios: int, saves: int) -> bool:
+    """The conditional UPDATE that makes one store of a chunk win: False if it was stored."""
+    conn = transaction.get_connection()
+    qn = conn.ops.quote_name
+    with conn.cursor() as cur:
+        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s "
+                    "WHERE id = %s AND stored = %s",
+                    [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False])
+        return cur.rowcount == 1
+
+
+def _unstored(sweep_id: int) -> bool:
+    conn = transaction.get_connection()
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT 1 FROM {conn.ops.quote_name(Chunk._meta.db_table)} WHERE sweep_id = %s AND stored = %s "
+                    "LIMIT 1", [sweep_id, False])
+        return cur.fetchone() is not None
+
+
+def chunk_run(*, chunk_id: int) -> bool:
+    """Run one chunk and store its scenarios; False if it was stored already (or is gone).
+
+    Round trips: one UPDATE counting the attempt, one read of the sweep, one transaction
+    (conditional UPDATE + one multi-row INSERT), one read of what is left."""
+    claimed = _claim(chunk_id)
+    if claimed is None:
+        return False
+    sweep_id, config, first_point, kind, label, attempts = claimed
+    if attempts > MAX_CHUNK_ATTEMPTS:
+        chunk_failed(chunk_id=chunk_id, error=f"started {attempts} times without being stored")
+        return False
+    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").get(pk=sweep_id)
+    cfg = agent_config(sweep, config)
+    # Timelines are kept only for waiting scenarios (their page needs them while they wait); any
+    # other scenario's timeline is replayed on demand (scenario_timeline): sweeps are deterministic.
+    result = agentsweep.run_chunk(cfg, agentsweep.Chunk(config, first_point, kind, label), sweep.depth, _workdir(),
+                                  collect=sweep.person == Sweep.Person.QUEUE)
+    waiting = {i for i, _, _ in result.waiting}
+    rows = [_scenario_values(sweep_id, config, r, i in waiting) for i, r in enumerate(result.records)]
+    with transaction.atomic():
+        if not _mark_stored(chunk_id, len(rows), result.saves):  # another worker stored it first
+            transaction.set_rollback(True)
+            return False
+        _insert_scenarios(rows)
+        if result.waiting:
+            ids = dict(Scenario.objects.filter(sweep_id=sweep_id, config=config, first_point=first_point)
+                       .values_list("second_point", "pk"))
+            Question.objects.bulk_create(
+                [_question(sweep_id, ids[result.records[i].second_point or 0], q, d) for i, q, d in result.waiting],
+                ignore_conflicts=True)
+    if not _unstored(sweep_id):
+        sweep_finalize(sweep_id=sweep_id)
+    return True
+
+
+def chunks_run(*, chunk_ids: Sequence[int]) -> int:
+    """Run several chunks one after another, each stored in its own transaction (a task carries a
+    few chunks: fewer broker round trips). How many were stored by this call."""
+    return sum(chunk_run(chunk_id=c) for c in chunk_ids)
+
+
+def chunk_failed(*, chunk_id: int, error: str) -> None:
+    """A chunk gave up (retries exhausted, too many attempts): fail its sweep, saying which chunk."""
+    chunk = Chunk.objects.filter(pk=chunk_id).first()
+    if chunk is None or chunk.stored:
+        return
+    msg = (f"chunk {chunk.pk} (configuration {chunk.config + 1}, first point {chunk.first_point}) failed: "
+           f"{error}"[:2000])
+    Sweep.objects.filter(pk=chunk.sweep_id).exclude(status=Sweep.Status.DONE).update(
+        status=Sweep.Status.FAILED, error=msg)
+
+
+def chunks_failed(*, chunk_ids: Sequence[int], error: str) -> None:
+    """The first of these chunks that is not stored failed: fail its sweep (see chunk_failed)."""
+    first = Chunk.objects.filter(pk__in=list(chunk_ids), stored=False).order_by("pk").values_list("pk", flat=True)
+    for pk in first[:1]:
+        chunk_failed(chunk_id=pk, error=error)
+
+
+def sweep_finalize(*, sweep_id: int) -> Sweep:
+    """Derive the sweep's status from its rows; cache the table once it is done. Idempotent."""
+    sweep = Sweep.objects.get(pk=sweep_id)
+    if sweep.status == Sweep.Status.DONE:
+        return sweep
+    if Chunk.objects.filter(sweep_id=sweep_id, stored=False).exists():
+        return sweep
+    if Question.objects.filter(sweep_id=sweep_id).exclude(status=Question.Status.RESUMED).exists():
+        if sweep.status == Sweep.Status.RUNNING:
+            Sweep.objects.filter(pk=sweep_id, status=Sweep.Status.RUNNING).update(status=Sweep.Status.WAITING)
+        sweep.refresh_from_db()
+        return sweep
+    table = [r.to_dict() for r in selectors.sweep_table(sweep)]
+    Sweep.objects.filter(pk=sweep_id).exclude(status=Sweep.Status.DONE).update(
+        status=Sweep.Status.DONE, finished_at=timezone.now(), table=table, error="")
+    sweep.refresh_from_db()
+    return sweep
+
+
+def sweep_resume(*, sweep_id: int) -> int:
+    """Enqueue again every chunk not stored and every answered question not resumed (a stalled
+    sweep: killed workers, a lost message, a broker that was down). Returns how many tasks."""
+    with transaction.atomic():
+        sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
+        question_ids = list(Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
+                            .values_list("pk", flat=True))
+        if chunk_ids:
+            Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound for each resume
+        if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
+            Sweep.objects.filter(pk=sweep_id).update(status=Sweep.Status.RUNNING, error="")
+        if chunk_ids or question_ids:
+            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids))
+    if not chunk_ids and not question_ids:
+        sweep_finalize(sweep_id=sweep_id)
+    return len(chunk_ids) + len(question_ids)
+
+
+# --- questions -------------------------------------------------------------------------------
+
+
+def question_answer(*, question_id: int, user: Any, happened: bool) -> tuple[Question, bool]:
+    """Answer an open question; (question, True) the first time, (question, False) after that
+    (the first answer is kept). The first answer enqueues the scenario's resume on commit."""
+    with transaction.atomic():
+        question = Question.objects.select_for_update().get(pk=question_id)
+        won = Question.objects.filter(pk=question_id, status=Question.Status.OPEN).update(
+            status=Question.Status.ANSWERED, answer=bool(happened),
+            answered_by=user if getattr(user, "pk", None) else None, answered_at=timezone.now())
+        question.refresh_from_db()
+        if won:
+            transaction.on_commit(lambda: _enqueue(question.sweep, question_ids=[question_id]))
+    return question, bool(won)
+
+
+def questions_answer_truthfully(*, sweep_id: int, user: Any) -> int:
+    """Answer every open question of the sweep with what the tracker's records say; how many."""
+    n = 0
+    for qid, truth in Question.objects.filter(sweep_id=sweep_id, status=Question.Status.OPEN).values_list(
+            "pk", "truth"):
+        n += question_answer(question_id=qid, user=user, happened=bool(truth))[1]
+    return n
+
+
+_DURABLE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "tracker": dict, "attempts": list, "model_calls": int, "answers": dict, "asks": int, "prompts": int,
+    "decisions": dict, "files": dict, "seq": int, "counted": int, "plan": list, "timeline": list,
+}
+
+
+def check_durable(durable: Any, name: str) -> dict[str, Any]:
+    """A stored durable state, checked: a corrupt one raises CheckpointError naming `name`."""
+    if not isinstance(durable, dict):
+        raise CheckpointError(f"{name}: stored durable state is not an object")
+    for key, kind in _DURABLE_KEYS.items():
+        if not isinstance(durable.get(key), kind):
+            raise CheckpointError(f"{name}: stored durable state: {key} is missing or of the wrong type")
+    tracker = durable["tracker"]
+    if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
+        raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
+    for fname, text in durable["files"].items():
+        if not isinstance(text, str):
+            raise CheckpointError(f"{name}: checkpoint {fname}: not text")
+        parse_checkpoint(text.encode(), f"{name}: checkpoint {fname}")
+    return durable
+
+
+def _points(sc: Scenario) -> tuple[tuple[int, str, str], tuple[int, str, str] | None]:
+    first = (sc.first_point, sc.first_kind, sc.first_label)
+    second = (sc.second_point, sc.second_kind, sc.second_label) if sc.second_point else None
+    return first, second
+
+
+def question_resume(*, question_id: int) -> bool:
+    """Resume an answered question's scenario from its durable state and store the outcome.
+
+    Idempotent: only an ANSWERED question resumes, and it becomes RESUMED in the same transaction
+    that updates the scenario. A corrupt durable state raises CheckpointError (and is noted on
+    the sweep)."""
+    q = Question.objects.select_related("scenario", "sweep").filter(pk=question_id).first()
+    if q is None or q.status != Question.Status.ANSWERED:
+        return False
+    sc, sweep = q.scenario, q.sweep
+    name = f"question {q.pk} (scenario {sc.pk})"
+    try:
+        durable = check_durable(q.durable, name)
+        record, played = agentsweep.resume(agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)},
+                                           *_points(sc), _workdir())
+    except (CheckpointError, KeyError, TypeError, ValueError, AttributeError) as e:
+        err = e if isinstance(e, CheckpointError) else CheckpointError(f"{name}: stored durable state is unusable "
+                                                                        f"({type(e).__name__}: {e})")
+        Sweep.objects.filter(pk=sweep.pk).update(error=str(err)[:2000])
+        raise err from None
+    with transaction.atomic():
+        if not Question.objects.filter(pk=q.pk, status=Question.Status.ANSWERED).update(
+                status=Question.Status.RESUMED):
+            transaction.set_rollback(True)
+            return False
+        Scenario.objects.filter(pk=sc.pk).update(
+            duplicates=record.duplicates, missing=record.missing, asks=record.asks, approvals=record.approvals,
+            model_calls=record.model_calls, calls_plus=record.calls_plus, status=record.status,
+            timeline=record.timeline, effects=record.effects)
+        if record.status == "waiting" and played.question is not None and played.durable is not None:
+            Question.objects.bulk_create([_question(sweep.pk, sc.pk, played.question, played.durable)],
+                                         ignore_conflicts=True)
+    sweep_finalize(sweep_id=sweep.pk)
+    return True
+
+
+# --- timelines -------------------------------------------------------------------------------
+
+
+def scenario_timeline(*, scenario_id: int) -> list[dict[str, Any]]:
+    """The scenario's timeline: stored, or replayed with agentcore (deterministic) and stored.
+
+    A waiting scenario's stored durable state is checked first: a corrupt one raises
+    CheckpointError with a message fit for its page."""
+    sc = Scenario.objects.select_related("sweep").get(pk=scenario_id)
+    if sc.status == Scenario.Status.WAITING:
+        pending = list(sc.questions.exclude(status=Question.Status.RESUMED))
+        for q in pending:
+            check_durable(q.durable, f"question {q.pk} (scenario {sc.pk})")
+        if sc.timeline is None and pending:
+            return list(pending[-1].durable["timeline"])
+    if sc.timeline is not None:
+        return sc.timeline
+    timeline, effects = scenario_replay(sc)
+    Scenario.objects.filter(pk=sc.pk, timeline__isnull=True).update(timeline=timeline, effects=effects)
+    return timeline
+
+
+def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Play a stored scenario again with agentcore (its plan and any answers given): the
+    timeline and the tracker's effects. Writes nothing."""
+    cfg = agent_config(sc.sweep, sc.config)
+    plan = (sc.first_point, sc.second_point) if sc.second_point else (sc.first_point,)
+    answers = {qid: bool(a) for qid, a in sc.questions.filter(answer__isnull=False).values_list("qid", "answer")}
+    played = agentsweep.play(cfg, plan, _workdir(), collect=True, answers=answers or None)
+    return played.timeline or [], played.effects or []

@@ -1,0 +1,75 @@
+"""Exports: the table through agentcore.report.render, scenario rows as CSV and JSON lines."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from agentcore.records import TableRow
+from agentcore.report import render
+from sweeps import exports
+
+ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, 0, 7), TableRow("keys and markers", 43, 1014)]
+
+
+def row(**kw) -> dict:
+    base = {f: 0 for f in exports.ROW_FIELDS}
+    base.update(sweep=1, config=0, config_name="a, b", job="triage", design="keys", tracker="keyed", runs=1,
+                first_point=1, first_kind="reply-arrived", first_label='reply-arrived turn "1"', second_point=None,
+                second_kind=None, second_label=None, status="done")
+    base.update(kw)
+    return base
+
+
+@pytest.mark.parametrize("suffix,fmt", [("csv", "csv"), ("json", "json"), ("md", "markdown")])
+def test_table_text_is_agentcore_render(suffix, fmt):
+    assert exports.table_text(ROWS, suffix) == render(ROWS, fmt)
+
+
+def test_table_json_has_name_and_columns():
+    assert json.loads(exports.table_text(ROWS, "json"))[0] == ROWS[0].to_dict()
+
+
+def test_table_markdown_has_the_chapter_titles():
+    assert exports.table_text(ROWS, "md").splitlines()[0] == (
+        "| design | once | twice | with dups | dups | missing | asks | calls+ |")
+
+
+def test_rows_csv_header_and_values():
+    lines = "".join(exports.rows_csv([row(), row(second_point=2, second_kind="save-renamed", duplicates=1)]))
+    parsed = list(csv.DictReader(io.StringIO(lines)))
+    assert tuple(parsed[0]) == exports.ROW_FIELDS
+    assert parsed[0]["second_point"] == "" and parsed[1]["second_point"] == "2"
+    assert parsed[0]["first_label"] == 'reply-arrived turn "1"' and parsed[0]["config_name"] == "a, b"
+
+
+def test_rows_csv_of_nothing_is_the_header():
+    assert "".join(exports.rows_csv([])) == ",".join(exports.ROW_FIELDS) + "\n"
+
+
+def test_rows_jsonl_one_object_per_line():
+    text = "".join(exports.rows_jsonl([row(), row(first_point=2)]))
+    objs = [json.loads(line) for line in text.splitlines()]
+    assert [o["first_point"] for o in objs] == [1, 2]
+    assert objs[0]["second_point"] is None and list(objs[0]) == list(exports.ROW_FIELDS)
+
+
+def test_rows_are_produced_lazily_in_batches():
+    produced = []
+
+    def source():
+        for i in range(1, 1201):
+            produced.append(i)
+            yield row(first_point=i)
+
+    pieces = exports.rows_jsonl(source())
+    first = next(pieces)
+    assert first.count("\n") == exports.BATCH and len(produced) == exports.BATCH
+    assert sum(p.count("\n") for p in pieces) == 1200 - exports.BATCH
+
+
+def test_filename():
+    assert exports.filename(3, "scenarios", "jsonl") == "sweep-3-scenarios.jsonl"

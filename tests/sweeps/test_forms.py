@@ -1,0 +1,171 @@
+"""The dashboard's forms: every bad value is a form error, good values come out typed."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from agentcore.jobs import Job
+from sweeps.forms import (
+    AnswerForm,
+    HeatmapForm,
+    LaunchForm,
+    QuestionListForm,
+    ScenarioFilterForm,
+    builtin_job_source,
+)
+from sweeps.models import Sweep
+from tests.sweeps import _data
+
+
+def launch(files=None, **kw) -> LaunchForm:
+    data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
+            "request_token": uuid.uuid4().hex}
+    data.update(kw)
+    return LaunchForm(data, files or {})
+
+
+def upload(content: bytes | str, name: str = "job.json") -> dict:
+    raw = content.encode() if isinstance(content, str) else content
+    return {"job_file": SimpleUploadedFile(name, raw, content_type="application/json")}
+
+
+def nested(levels: int) -> list:
+    value: list = [1]
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_launch_defaults_are_the_chapter_table():
+    f = launch()
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["job_source"] == builtin_job_source()
+    assert isinstance(f.cleaned_data["job_obj"], Job) and f.cleaned_data["job_obj"].name == "triage"
+    assert (f.cleaned_data["depth"], f.cleaned_data["runs"]) == (2, 1)
+
+
+def test_launch_token_comes_out_as_hex():
+    token = uuid.uuid4()
+    f = launch(request_token=str(token))
+    assert f.is_valid() and f.cleaned_data["request_token"] == token.hex
+
+
+def test_launch_upload_keeps_the_source_text():
+    source = builtin_job_source().replace('"triage"', '"renamed"', 1)
+    f = launch(files=upload(source), job="upload")
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["job_source"] == source and f.cleaned_data["job_obj"].name == "renamed"
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"{broken", "not valid JSON"),
+    (b"\xff\xfe\x00junk", "not UTF-8"),
+    (json.dumps({"name": "x", "tools": {"t": {"op": "explode"}}, "turns": [{"final": "ok"}]}), "must be one of"),
+    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}},
+                 "turns": [{"calls": [{"id": "c", "tool": "nope", "args": {}}]}, {"final": "f"}]}), "unknown tool"),
+    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}},
+                 "turns": [{"calls": [{"id": "c", "tool": "t", "args": {"a": {"$result": "zz", "field": "n"}}}]},
+                           {"final": "f"}]}), "no call of an earlier turn"),
+    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}}, "turns": [{"final": "f"}],
+                 "description": nested(25)}), "nested deeper"),
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
+])
+def test_launch_hostile_job_files_are_form_errors(content, message):
+    f = launch(files=upload(content), job="upload")
+    assert not f.is_valid()
+    assert message in " ".join(f.errors["job_file"])
+
+
+def test_launch_upload_without_a_file():
+    f = launch(job="upload")
+    assert not f.is_valid() and "choose a job file" in f.errors["job_file"][0]
+
+
+def test_launch_upload_over_the_limit(settings):
+    settings.SWEEPSITE_MAX_JOB_BYTES = 50
+    f = launch(files=upload(builtin_job_source()), job="upload")
+    assert not f.is_valid() and "limit is 50" in f.errors["job_file"][0]
+
+
+def test_launch_custom_needs_designs_and_trackers():
+    f = launch(preset="custom")
+    assert not f.is_valid()
+    assert set(f.errors) == {"designs", "trackers"}
+
+
+def test_launch_custom_with_choices_is_valid():
+    f = launch(preset="custom", designs=["keys", "approval-gate"], trackers=["lookup"])
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["designs"] == ["keys", "approval-gate"]
+
+
+@pytest.mark.parametrize("field,value", [
+    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "3"), ("person", "nobody"),
+    ("preset", "all"), ("job", "other"), ("request_token", ""), ("request_token", "x" * 40),
+])
+def test_launch_out_of_range_values(field, value):
+    f = launch(**{field: value})
+    assert not f.is_valid() and field in f.errors
+
+
+@pytest.mark.django_db
+def test_filters_come_out_typed():
+    sweep = _data.make_sweep(3)
+    f = ScenarioFilterForm({"config": "2", "first_point": "4", "has_dups": "yes", "asked": "no", "tracker": "",
+                            "page": "3"}, sweep=sweep)
+    assert f.is_valid(), f.errors
+    assert f.filters() == {"config": 2, "first_point": 4, "has_dups": True, "asked": False}
+    assert f.cleaned_data["page"] == 3
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("data", [
+    {"config": "3"}, {"config": "-1"}, {"first_point": "0"}, {"first_point": "1e3"}, {"second_point": "-1"},
+    {"first_point": str(10**30)}, {"design": "x"}, {"first_kind": "boom"}, {"twice": "true"}, {"status": "lost"},
+    {"page": "0"}, {"page": "last"},
+])
+def test_filters_refuse_bad_values(data):
+    f = ScenarioFilterForm(data, sweep=_data.make_sweep(3))
+    assert not f.is_valid()
+
+
+@pytest.mark.django_db
+def test_filter_config_choices_are_the_sweeps():
+    f = ScenarioFilterForm({}, sweep=_data.make_sweep(2))
+    assert [c for c, _ in f.fields["config"].choices] == ["", "0", "1"]
+
+
+@pytest.mark.django_db
+def test_heatmap_form_defaults():
+    f = HeatmapForm({}, sweep=_data.make_sweep(2))
+    assert f.is_valid() and (f.cleaned_data["metric"], f.cleaned_data["config"]) == ("duplicates", 0)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("data", [{"metric": "speed"}, {"config": "2"}, {"config": "a"}])
+def test_heatmap_form_refuses_bad_values(data):
+    assert not HeatmapForm(data, sweep=_data.make_sweep(2)).is_valid()
+
+
+def test_question_list_form():
+    assert QuestionListForm({}).is_valid()
+    assert QuestionListForm({"status": "answered", "page": "2"}).is_valid()
+    assert not QuestionListForm({"status": "all"}).is_valid()
+
+
+@pytest.mark.parametrize("value,expected", [("yes", True), ("no", False)])
+def test_answer_form(value, expected):
+    f = AnswerForm({"happened": value})
+    assert f.is_valid() and f.cleaned_data["happened"] is expected
+
+
+def test_answer_form_needs_a_choice():
+    assert not AnswerForm({}).is_valid() and not AnswerForm({"happened": "1"}).is_valid()
+
+
+def test_person_choices_match_the_model():
+    assert {c for c, _ in LaunchForm().fields["person"].choices} == set(Sweep.Person.values)

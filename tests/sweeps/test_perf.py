@@ -1,0 +1,85 @@
+"""With 100,000 scenario rows stored, the sweep page, heatmaps and scenario list answer in under 150 ms.
+
+The rows (10 configurations x 100 first points x 100 scenarios each: the once scenario and 99 twice
+scenarios) are bulk-created once for the module. Each page is requested once to warm up, then
+REPEATS times; the median is compared with the budget. Run with -s to see the timings. (The budget
+is for SQLite, the embedded default; on PostgreSQL the tables are vacuumed first, as autovacuum would.)
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from sweeps.models import Chunk, Scenario, Sweep
+from tests.sweeps import _data
+
+pytestmark = pytest.mark.django_db
+
+ROWS = 100_000
+BUDGET_MS = 150
+REPEATS = 5
+
+
+@pytest.fixture(scope="module")
+def big(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        sweep = _data.big_sweep(configs_n=10, firsts=100, per_first=100)
+        assert Scenario.objects.filter(sweep=sweep).count() == ROWS
+        if connection.vendor == "postgresql":  # what autovacuum does soon after a bulk insert
+            with connection.cursor() as cur:
+                cur.execute(f"VACUUM ANALYZE {Scenario._meta.db_table}")
+                cur.execute(f"VACUUM ANALYZE {Chunk._meta.db_table}")
+    yield sweep
+    with django_db_blocker.unblock(), connection.cursor() as cur:
+        for model in (Scenario, Chunk):
+            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE sweep_id = %s", [sweep.pk])
+        Sweep.objects.filter(pk=sweep.pk).delete()
+
+
+def median_ms(client: Client, url: str) -> tuple[float, str]:
+    r = client.get(url)
+    assert r.status_code == 200, url
+    times = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        r = client.get(url)
+        times.append((time.perf_counter() - start) * 1000)
+    assert r.status_code == 200
+    ms = statistics.median(times)
+    print(f"\n{url}: median {ms:.1f} ms over {REPEATS} requests ({len(r.content) // 1024} KB)")
+    return ms, r.content.decode()
+
+
+PAGES = [
+    ("sweeps:detail", ""),
+    ("sweeps:progress", ""),
+    ("sweeps:heatmap", ""),
+    ("sweeps:heatmap", "?metric=asks&config=7"),
+    ("sweeps:scenarios", ""),
+    ("sweeps:scenarios", "?page=2000"),
+    ("sweeps:scenarios", "?has_dups=yes&twice=yes"),
+    ("sweeps:scenarios", "?design=loop&tracker=keyless&asked=no&page=20"),
+    ("sweeps:scenarios", "?first_kind=reply-arrived&status=done&second_point=7"),
+]
+
+
+@pytest.mark.parametrize("name,query", PAGES, ids=[f"{n.split(':')[1]}{q}" for n, q in PAGES])
+def test_page_answers_within_budget(big, client, name, query):
+    ms, _ = median_ms(client, reverse(name, args=[big.pk]) + query)
+    assert ms < BUDGET_MS
+
+
+def test_sweep_page_counts_all_rows(big, client):
+    _, page = median_ms(client, reverse("sweeps:detail", args=[big.pk]))
+    assert f'<strong id="scenarios">{ROWS}</strong>' in page and "1000 / 1000" in page
+
+
+def test_scenario_list_counts_all_rows(big, client):
+    _, page = median_ms(client, reverse("sweeps:scenarios", args=[big.pk]))
+    assert f'<strong id="count">{ROWS}</strong>' in page

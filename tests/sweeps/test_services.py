@@ -1,0 +1,276 @@
+"""Services, called directly (no worker): validation, idempotency, done from the rows, questions."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+
+from agentcore import jobs
+from agentcore import sweep as agentsweep
+from agentcore.checkpoint import CheckpointError
+from sweeps import selectors, services, tasks
+from sweeps.models import Chunk, Question, Scenario, Sweep
+
+pytestmark = pytest.mark.django_db
+
+TRIAGE = services.builtin_job_source("triage")
+MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
+LOOP = [{"name": "loop, keyed", "design": "loop", "tracker": "keyed"}]
+
+
+@pytest.fixture
+def enqueued(monkeypatch):
+    """What the services publish, recorded instead of sent: [(task name, args), ...]."""
+    sent = []
+    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
+        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: sent.append((_n, args)))
+    return sent
+
+
+@pytest.fixture
+def user():
+    return get_user_model().objects.create_user("ann", password="pw-for-tests")
+
+
+def create(**kw):
+    args = {"user": None, "job_source": TRIAGE, "configs": LOOP, "depth": 1}
+    args.update(kw)
+    return services.sweep_create(**args)
+
+
+def run_all(sweep):
+    for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+        services.chunk_run(chunk_id=pk)
+    sweep.refresh_from_db()
+    return sweep
+
+
+def chunk_ids(sweep):
+    return list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+
+
+def sent_chunks(sent):
+    out = []
+    for name, args in sent:
+        if name == tasks.run_chunk.name:
+            out.append(args[0])
+        elif name == tasks.run_chunks.name:
+            out.extend(args[0])
+    return out
+
+
+def waiting_sweep():
+    """A queue-person sweep with its chunks stored: some scenarios wait on questions."""
+    return run_all(create(configs=MARKERS, person="queue"))
+
+
+def test_create_rejects_a_bad_job_and_stores_nothing():
+    with pytest.raises(ValidationError, match="uploaded job: turns"):
+        create(job_source='{"name": "x", "tools": {"s": {"op": "search", "read_only": true}}, "turns": []}')
+    assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0
+
+
+@pytest.mark.parametrize("bad", [
+    {"configs": []},
+    {"configs": [{"name": "x", "design": "nope", "tracker": "keyed"}]},
+    {"configs": [{"name": "x", "design": "loop", "tracker": "sometimes"}]},
+    {"configs": [{"name": "x", "design": "loop"}]},
+    {"configs": LOOP + LOOP},
+    {"depth": 3},
+    {"runs": 0},
+    {"runs": 11},
+    {"person": "robot"},
+])
+def test_create_rejects_bad_settings_and_stores_nothing(bad, enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError):
+        create(**bad)
+    assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0 and enqueued == []
+
+
+def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(
+        enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        sweep = create(configs=services.table_configs_for(), depth=2)
+    assert enqueued == []  # nothing is published before the commit
+    for cb in callbacks:
+        cb()
+    with agentsweep.Workdir() as d:
+        expected = agentsweep.plan_chunks(agentsweep.table_configs(jobs.load("triage")), d)
+    assert sweep.total_chunks == len(expected) == Chunk.objects.filter(sweep=sweep).count()
+    assert sorted(sent_chunks(enqueued)) == chunk_ids(sweep)
+
+
+def test_double_submit_with_one_token_makes_one_sweep(user):
+    first = create(user=user, request_token="tok-1")
+    second = create(user=user, request_token="tok-1")
+    assert first.pk == second.pk and Sweep.objects.count() == 1
+    assert Chunk.objects.filter(sweep=first).count() == first.total_chunks
+
+
+def test_chunk_run_twice_stores_once():
+    sweep = create(depth=2)
+    pk = chunk_ids(sweep)[0]
+    assert services.chunk_run(chunk_id=pk) is True
+    rows = Scenario.objects.filter(sweep=sweep).count()
+    assert services.chunk_run(chunk_id=pk) is False
+    chunk = Chunk.objects.get(pk=pk)
+    assert Scenario.objects.filter(sweep=sweep).count() == rows == chunk.scenarios > 1
+    assert chunk.stored and chunk.attempts == 1
+
+
+def test_chunks_are_stored_as_agentcore_records():
+    sweep = run_all(create(depth=2))
+    cfg = agentsweep.table_configs(jobs.load("triage"))[5]  # real loop, keyed tracker
+    result = agentsweep.sweep([cfg], depth=2)
+    stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point")
+    assert [(s.first_point, s.second_point, s.duplicates, s.missing, s.asks, s.model_calls, s.status)
+            for s in stored] == [(r.first_point, r.second_point or 0, r.duplicates, r.missing, r.asks, r.model_calls,
+                                  r.status) for r in result.records[0]]
+
+
+def test_finalize_derives_done_from_the_stored_rows():
+    sweep = create()
+    ids = chunk_ids(sweep)
+    for pk in ids[:-1]:
+        services.chunk_run(chunk_id=pk)
+    assert services.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.RUNNING
+    services.chunk_run(chunk_id=ids[-1])  # the last chunk finalizes
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE and sweep.finished_at is not None
+    assert sweep.table == [r.to_dict() for r in selectors.sweep_table(sweep)]
+    again = services.sweep_finalize(sweep_id=sweep.pk)
+    assert again.status == Sweep.Status.DONE and again.finished_at == sweep.finished_at
+
+
+def test_finalize_never_regresses_a_done_sweep():
+    sweep = run_all(create())
+    Chunk.objects.filter(sweep=sweep).update(stored=False)
+    assert services.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.DONE
+
+
+def test_resume_enqueues_only_the_missing_chunks(enqueued, django_capture_on_commit_callbacks):
+    sweep = create()
+    ids = chunk_ids(sweep)
+    for pk in ids[::2]:
+        services.chunk_run(chunk_id=pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        n = services.sweep_resume(sweep_id=sweep.pk)
+    assert n == len(ids[1::2])
+    assert sorted(sent_chunks(enqueued)) == ids[1::2]
+
+
+def test_resume_of_a_failed_sweep_runs_again(enqueued, django_capture_on_commit_callbacks):
+    sweep = create()
+    services.chunk_failed(chunk_id=chunk_ids(sweep)[0], error="boom")
+    assert Sweep.objects.get(pk=sweep.pk).status == Sweep.Status.FAILED
+    with django_capture_on_commit_callbacks(execute=True):
+        services.sweep_resume(sweep_id=sweep.pk)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.RUNNING and sweep.error == ""
+
+
+def test_a_chunk_started_too_often_fails_its_sweep():
+    sweep = create()
+    pk = chunk_ids(sweep)[0]
+    Chunk.objects.filter(pk=pk).update(attempts=services.MAX_CHUNK_ATTEMPTS)
+    assert services.chunk_run(chunk_id=pk) is False
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.FAILED and f"chunk {pk}" in sweep.error
+    assert not Chunk.objects.get(pk=pk).stored
+
+
+def test_a_broker_that_cannot_be_reached_fails_the_launch_with_a_message(monkeypatch,
+                                                                          django_capture_on_commit_callbacks):
+    def down(*args, **kw):
+        raise ConnectionRefusedError("connection refused")
+
+    monkeypatch.setattr(tasks.run_chunks, "apply_async", down)
+    monkeypatch.setattr(tasks.run_chunk, "apply_async", down)
+    with pytest.raises(ConnectionRefusedError), django_capture_on_commit_callbacks(execute=True):
+        create()
+    sweep = Sweep.objects.get()
+    assert sweep.status == Sweep.Status.FAILED and "broker" in sweep.error
+
+
+def test_waiting_scenarios_get_questions_with_the_truth():
+    sweep = waiting_sweep()
+    assert sweep.status == Sweep.Status.WAITING
+    questions = list(Question.objects.filter(sweep=sweep))
+    assert questions and all(q.status == Question.Status.OPEN for q in questions)
+    assert {q.scenario_id for q in questions} == set(
+        Scenario.objects.filter(sweep=sweep, status=Scenario.Status.WAITING).values_list("pk", flat=True))
+    for q in questions:
+        origins = [e["origin"] for e in q.durable["tracker"]["effects"]]
+        assert q.truth == ([int(q.qid.split(":")[0]), q.call["id"]] in origins)
+        assert q.scenario.timeline  # kept while it waits
+
+
+def test_a_question_answered_twice_keeps_the_first_answer(user, enqueued, django_capture_on_commit_callbacks):
+    q = Question.objects.filter(sweep=waiting_sweep()).first()
+    other = get_user_model().objects.create_user("bob", password="pw-for-tests")
+    with django_capture_on_commit_callbacks(execute=True):
+        first, changed = services.question_answer(question_id=q.pk, user=user, happened=True)
+        second, changed_again = services.question_answer(question_id=q.pk, user=other, happened=False)
+    assert changed is True and changed_again is False
+    assert second.answer is True and second.answered_by == user and second.status == Question.Status.ANSWERED
+    assert enqueued == [(tasks.resume_question.name, (q.pk,))]
+
+
+def test_answer_all_truthfully_answers_each_open_question_with_its_truth(user):
+    sweep = waiting_sweep()
+    n_open = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()
+    assert services.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == n_open
+    answered = Question.objects.filter(sweep=sweep)
+    assert all(q.status == Question.Status.ANSWERED and q.answer == q.truth for q in answered)
+    assert services.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == 0
+
+
+def test_resuming_an_answered_question_stores_the_outcome_once(user):
+    q = Question.objects.filter(sweep=waiting_sweep()).first()
+    assert services.question_resume(question_id=q.pk) is False  # not answered yet
+    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    assert services.question_resume(question_id=q.pk) is True
+    assert services.question_resume(question_id=q.pk) is False
+    q.refresh_from_db()
+    scenario = q.scenario
+    assert q.status == Question.Status.RESUMED
+    assert scenario.status == Scenario.Status.DONE or scenario.questions.filter(status=Question.Status.OPEN).exists()
+    assert scenario.timeline[-1]["kind"] != "question" or scenario.status == Scenario.Status.WAITING
+
+
+def test_truthful_answers_finish_the_sweep_with_nothing_lost_or_doubled(user):
+    sweep = waiting_sweep()
+    for _ in range(20):  # a resumed scenario may ask again
+        if not services.questions_answer_truthfully(sweep_id=sweep.pk, user=user):
+            break
+        for pk in Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).values_list("pk", flat=True):
+            services.question_resume(question_id=pk)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE
+    rows = Scenario.objects.filter(sweep=sweep)
+    assert not rows.filter(status=Scenario.Status.WAITING).exists()
+    assert sum(r.duplicates + r.missing for r in rows) == 0
+
+
+def test_timeline_is_replayed_and_stored_on_demand():
+    sweep = run_all(create(depth=2))
+    sc = Scenario.objects.filter(sweep=sweep, second_point__gt=0).first()
+    assert sc.timeline is None
+    timeline = services.scenario_timeline(scenario_id=sc.pk)
+    assert any(e["kind"] == "crash" for e in timeline)
+    sc.refresh_from_db()
+    assert sc.timeline == timeline and sc.effects is not None
+
+
+def test_a_corrupt_stored_checkpoint_is_a_clear_error(user):
+    q = Question.objects.filter(sweep=waiting_sweep()).first()
+    name = next(iter(q.durable["files"]))
+    q.durable["files"][name] = '{"run_id": "run-1", "turns": [tru'
+    Question.objects.filter(pk=q.pk).update(durable=q.durable)
+    with pytest.raises(CheckpointError, match=f"question {q.pk}.*{name}.*corrupt"):
+        services.scenario_timeline(scenario_id=q.scenario_id)
+    services.question_answer(question_id=q.pk, user=user, happened=True)
+    with pytest.raises(CheckpointError):
+        services.question_resume(question_id=q.pk)
+    assert "corrupt" in Sweep.objects.get(pk=q.sweep_id).error

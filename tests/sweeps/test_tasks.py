@@ -1,0 +1,102 @@
+"""Tasks run by real Celery worker processes (never eager) on the session's broker and test database."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from agentcore import jobs
+from agentcore import sweep as agentsweep
+from sweeps import selectors, services, tasks
+from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweepsite.celery import app
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
+
+
+@pytest.fixture(scope="module")
+def agentcore_table():
+    """The chapter's table as agentcore computes it in process: the reference."""
+    return [r.to_dict() for r in agentsweep.sweep(agentsweep.table_configs(jobs.load("triage")), workers=2).rows]
+
+
+def status_is(sweep, *wanted):
+    return lambda: Sweep.objects.filter(pk=sweep.pk, status__in=wanted).exists()
+
+
+def sweep_table_through_workers(wait_until):
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
+                                  configs=services.table_configs_for(), depth=2)
+    wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+    assert Chunk.objects.filter(sweep=sweep, stored=True).count() == sweep.total_chunks
+    return sweep
+
+
+def test_the_tasks_are_late_acked_and_requeued_when_a_worker_dies():
+    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
+        assert task.acks_late is True and task.reject_on_worker_lost is True
+        assert 0 < task.max_retries <= 5
+
+
+def test_a_table_sweep_by_real_workers_gives_agentcore_s_table(celery_workers, wait_until, agentcore_table):
+    sweep = sweep_table_through_workers(wait_until)
+    assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
+    assert sweep.table == agentcore_table
+    assert Scenario.objects.filter(sweep=sweep).count() == sum(r["once"] + r["twice"] for r in agentcore_table)
+
+
+@pytest.mark.services
+def test_a_table_sweep_on_postgresql_and_redis_gives_agentcore_s_table(celery_workers, wait_until, agentcore_table):
+    assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
+    sweep = sweep_table_through_workers(wait_until)
+    assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
+
+
+def test_an_answered_question_resumes_its_scenario_on_a_worker(celery_workers, wait_until):
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+                                  depth=1, person="queue")
+    wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
+    question = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
+    scenario = question.scenario
+    for _ in range(10):  # a resumed scenario may stop at another question: answer it too
+        services.question_answer(question_id=question.pk, user=None, happened=question.truth)
+        wait_until(lambda q=question: Question.objects.get(pk=q.pk).status == Question.Status.RESUMED,
+                   what="the worker to resume the scenario")
+        scenario.refresh_from_db()
+        if scenario.status != Scenario.Status.WAITING:
+            break
+        question = scenario.questions.get(status=Question.Status.OPEN)
+    assert scenario.status == Scenario.Status.DONE
+    assert scenario.duplicates == 0 and scenario.missing == 0
+    assert any(e["kind"] == "question" for e in scenario.timeline)
+
+
+def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celery_workers, wait_until):
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+                                  depth=1, person="queue")
+    wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
+
+    def answered_all():
+        services.questions_answer_truthfully(sweep_id=sweep.pk, user=None)
+        return Sweep.objects.get(pk=sweep.pk).status == Sweep.Status.DONE
+
+    wait_until(answered_all, interval=0.2, what="the sweep to be done")
+    rows = Scenario.objects.filter(sweep=sweep)
+    assert rows.count() == sweep.total_chunks and not rows.filter(status=Scenario.Status.WAITING).exists()
+    assert sum(r.duplicates + r.missing for r in rows) == 0
+
+
+def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch):
+    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)  # no worker may store these chunks
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+                                  depth=1)
+    first, second = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True)[:2]
+    services.chunk_run(chunk_id=first)
+    tasks.run_chunks.on_failure(RuntimeError("boom"), "task-id", ([first, second],), {}, None)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.FAILED
+    assert f"chunk {second} " in sweep.error and "RuntimeError: boom" in sweep.error

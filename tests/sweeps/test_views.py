@@ -1,0 +1,588 @@
+"""The dashboard's pages: what they show, who may do what, and bad input (4xx, never 500).
+
+Reads use rows created directly; writes go through the real services (tasks are enqueued on commit,
+which never happens inside a test's transaction, so no broker is needed).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from agentcore.report import render
+from sweeps import selectors, services
+from sweeps.forms import builtin_job_source
+from sweeps.models import Chunk, Question, Scenario, Sweep
+from tests.sweeps import _data
+
+pytestmark = pytest.mark.django_db
+
+
+# --- fixtures and helpers ----------------------------------------------------------------------
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("ann", password="pw-ann-123")
+
+
+@pytest.fixture
+def other(django_user_model):
+    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+
+
+@pytest.fixture
+def auth(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def sweep():
+    """Three configurations: two with rows, one with a chunk not stored yet."""
+    s = _data.make_sweep(3, total_chunks=4)
+    _data.add(s, 0, 1)
+    _data.add(s, 0, 1, 1, duplicates=2, asks=1)
+    _data.add(s, 0, 2, missing=1)
+    _data.add(s, 0, 2, 1, calls_plus=3)
+    _data.add(s, 1, 1, duplicates=1)
+    _data.chunk(s, 0, 1, scenarios=2)
+    _data.chunk(s, 0, 2, scenarios=2)
+    _data.chunk(s, 1, 1, scenarios=1)
+    _data.chunk(s, 2, 1, stored=False, scenarios=0)
+    return s
+
+
+def text(response) -> str:
+    return response.content.decode()
+
+
+def table_numbers(page: str, name: str) -> list[int]:
+    row = re.search(r"<tr><td><a [^>]*>" + re.escape(html.escape(name)) + r"</a></td>(.*?)</tr>", page, re.S)
+    assert row, name
+    return [int(n) for n in re.findall(r'<a href="[^"]*">(-?\d+)</a>', row.group(1))]
+
+
+def figure(page: str, which: str) -> dict:
+    m = re.search(r'<script type="application/json" id="fig-' + which + r'">(.*?)</script>', page, re.S)
+    assert m, which
+    return json.loads(m.group(1))
+
+
+def count_shown(page: str) -> int:
+    return int(re.search(r'<strong id="count">(\d+)</strong>', page).group(1))
+
+
+def launch_data(**kw) -> dict:
+    data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
+            "request_token": uuid.uuid4().hex}
+    data.update(kw)
+    return data
+
+
+# --- 1. list and launch ------------------------------------------------------------------------
+
+def test_list_shows_sweeps(client, sweep):
+    r = client.get(reverse("sweeps:list"))
+    assert r.status_code == 200
+    assert reverse("sweeps:detail", args=[sweep.pk]) in text(r)
+    assert "3 / 4" in text(r)  # chunks stored / total
+
+
+def test_list_offers_no_launch_form_to_anonymous(client):
+    r = client.get(reverse("sweeps:list"))
+    assert 'name="request_token"' not in text(r)
+    assert "to launch a sweep" in text(r)
+
+
+def test_launch_form_carries_a_fresh_request_token(auth):
+    tokens = [re.search(r'name="request_token" value="([0-9a-f]{32})"', text(auth.get(reverse("sweeps:list"))))
+              .group(1) for _ in range(2)]
+    assert tokens[0] != tokens[1]
+
+
+def test_list_is_paginated(client):
+    for _ in range(25):
+        _data.make_sweep(1)
+    first, second = client.get(reverse("sweeps:list")), client.get(reverse("sweeps:list") + "?page=2")
+    assert text(first).count('<td><a href="/sweeps/') == 20
+    assert text(second).count('<td><a href="/sweeps/') == 5
+
+
+def test_list_bad_page_is_400(client):
+    assert client.get(reverse("sweeps:list") + "?page=x").status_code == 400
+    assert client.get(reverse("sweeps:list") + "?page=99").status_code == 400
+
+
+def test_launch_table_preset_creates_the_chapter_sweep(auth, user):
+    r = auth.post(reverse("sweeps:launch"), launch_data())
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and r["Location"] == reverse("sweeps:detail", args=[sweep.pk])
+    assert len(sweep.configs) == 11 and sweep.created_by == user and sweep.total_chunks > 0
+
+
+def test_launch_twice_with_one_token_makes_one_sweep(auth):
+    data = launch_data()
+    first, second = auth.post(reverse("sweeps:launch"), data), auth.post(reverse("sweeps:launch"), data)
+    assert Sweep.objects.count() == 1
+    assert first["Location"] == second["Location"]
+
+
+def test_launch_custom_designs_times_trackers(auth):
+    auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["keys", "loop"],
+                                                    trackers=["keyed", "keyless", "lookup"], depth="1", runs="2"))
+    sweep = Sweep.objects.get()
+    assert [(c["design"], c["tracker"]) for c in sweep.configs] == [
+        (d, t) for d in ("keys", "loop") for t in ("keyed", "keyless", "lookup")]
+    assert (sweep.depth, sweep.runs) == (1, 2)
+
+
+def test_launch_uploaded_job_file(auth):
+    job = json.loads(builtin_job_source())
+    job["name"] = "my job"
+    upload = SimpleUploadedFile("job.json", json.dumps(job).encode(), content_type="application/json")
+    auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=upload))
+    assert Sweep.objects.get().job_name == "my job"
+
+
+@pytest.mark.parametrize("changes", [
+    {"job": "upload", "job_file": SimpleUploadedFile("j.json", b"{not json")},
+    {"job": "upload", "job_file": SimpleUploadedFile("j.json", b'{"name": "x", "tools": {}, "turns": []}')},
+    {"job": "upload"},
+    {"job": "nope"},
+    {"preset": "custom", "designs": [], "trackers": ["keyed"]},
+    {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
+    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "3"}, {"person": "robot"},
+    {"request_token": "not-a-uuid"},
+], ids=lambda c: ",".join(c))
+def test_launch_bad_input_is_400_and_stores_nothing(auth, changes):
+    r = auth.post(reverse("sweeps:launch"), launch_data(**changes))
+    assert r.status_code == 400
+    assert 'class="errorlist' in text(r)
+    assert not Sweep.objects.exists() and not Chunk.objects.exists()
+
+
+def test_launch_refuses_a_file_over_the_limit(auth, settings):
+    settings.SWEEPSITE_MAX_JOB_BYTES = 100
+    upload = SimpleUploadedFile("j.json", builtin_job_source().encode())
+    r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=upload))
+    assert r.status_code == 400 and "limit is 100" in text(r)
+    assert not Sweep.objects.exists()
+
+
+def test_launch_by_anonymous_is_403(client):
+    assert client.post(reverse("sweeps:launch"), launch_data()).status_code == 403
+    assert not Sweep.objects.exists()
+
+
+def test_launch_needs_csrf(user):
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(user)
+    assert c.post(reverse("sweeps:launch"), launch_data()).status_code == 403
+    assert not Sweep.objects.exists()
+
+
+def test_launch_with_the_broker_down_says_so(auth, monkeypatch):
+    def down(**kw):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "sweep_create", down)
+    r = auth.post(reverse("sweeps:launch"), launch_data())
+    assert r.status_code == 503 and "unreachable" in text(r)
+
+
+def test_launch_page_is_get_or_post_only(auth):
+    assert auth.get(reverse("sweeps:launch")).status_code == 405
+
+
+# --- 2. sweep page -----------------------------------------------------------------------------
+
+def test_sweep_page_shows_the_table(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert table_numbers(page, sweep.configs[0]["name"]) == [2, 2, 1, 2, 1, 1, 3]
+    assert table_numbers(page, sweep.configs[1]["name"]) == [1, 0, 1, 1, 0, 0, 0]
+    assert table_numbers(page, sweep.configs[2]["name"]) == [0] * 7
+
+
+def test_sweep_page_numbers_link_to_their_scenarios(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    url = html.unescape(re.search(r'href="([^"]*config=0&amp;has_dups=yes)"', page).group(1))
+    assert count_shown(text(client.get(url))) == 1
+
+
+def test_sweep_page_shows_progress(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert '<strong id="chunks">3 / 4</strong>' in page
+    assert '<strong id="scenarios">5</strong>' in page
+
+
+def test_sweep_page_prefers_the_cached_table(client, sweep):
+    sweep.table = [{"name": "cached row", "once": 7, "twice": 0, "with_dups": 0, "dups": 0, "missing": 0, "asks": 0,
+                    "calls_plus": 0}]
+    sweep.save()
+    assert table_numbers(text(client.get(reverse("sweeps:detail", args=[sweep.pk]))), "cached row")[0] == 7
+
+
+def test_sweep_page_shows_the_error(client, sweep):
+    sweep.status, sweep.error = Sweep.Status.FAILED, "chunk 3 failed: boom"
+    sweep.save()
+    assert "chunk 3 failed: boom" in text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+
+
+@pytest.mark.parametrize("sweep_id", [999, 10**30])
+def test_unknown_sweep_is_404(client, sweep_id):
+    assert client.get(reverse("sweeps:detail", args=[sweep_id])).status_code == 404
+
+
+def test_progress_endpoint(client, sweep):
+    p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
+    assert (p["chunks_stored"], p["total_chunks"], p["scenarios"], p["percent"]) == (3, 4, 5, 75.0)
+    assert p["status"] == "running" and p["eta_seconds"] is not None
+
+
+def test_resume_button_shown_for_a_stalled_sweep(auth, sweep):
+    Chunk.objects.filter(sweep=sweep).update(stored_at=timezone.now() - timedelta(minutes=5))
+    Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(minutes=6))
+    assert 'id="resume"' in text(auth.get(reverse("sweeps:detail", args=[sweep.pk])))
+
+
+def test_resume_button_shown_for_a_failed_sweep(auth, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.FAILED, error="broker down")
+    assert 'id="resume"' in text(auth.get(reverse("sweeps:detail", args=[sweep.pk])))
+
+
+def test_no_resume_button_while_chunks_keep_coming(auth, sweep):
+    Chunk.objects.filter(sweep=sweep, stored=True).update(stored_at=timezone.now())
+    assert 'id="resume"' not in text(auth.get(reverse("sweeps:detail", args=[sweep.pk])))
+
+
+def test_resume_requeues_missing_chunks(auth, sweep):
+    r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
+    assert "1 missing chunk(s) queued again" in text(r)
+
+
+def test_resume_by_anonymous_is_403(client, sweep):
+    assert client.post(reverse("sweeps:resume", args=[sweep.pk])).status_code == 403
+
+
+def test_private_read_sends_anonymous_to_login(client, sweep, settings):
+    settings.SWEEPSITE_PUBLIC_READ = False
+    r = client.get(reverse("sweeps:detail", args=[sweep.pk]))
+    assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+
+
+def test_private_read_lets_users_in(auth, sweep, settings):
+    settings.SWEEPSITE_PUBLIC_READ = False
+    assert auth.get(reverse("sweeps:detail", args=[sweep.pk])).status_code == 200
+
+
+# --- 3. heatmaps -------------------------------------------------------------------------------
+
+def test_heatmap_matches_the_stored_rows(client, sweep):
+    fig = figure(text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]))), "first")
+    heat = fig["data"][0]
+    assert heat["z"] == [[2, 0], [1, None], [None, None]]  # duplicates summed per (config, first point)
+    assert heat["customdata"][0][1] == "tool-returned p2"  # the point's label (from its chunk)
+    assert fig["layout"]["yaxis"]["ticktext"] == [c["name"] for c in sweep.configs]
+
+
+def test_heatmap_metric_is_chosen_in_the_url(client, sweep):
+    fig = figure(text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?metric=calls_plus")), "first")
+    assert fig["data"][0]["z"][0] == [0, 3]
+
+
+def test_heatmap_first_by_second_for_one_config(client, sweep):
+    fig = figure(text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?config=0&metric=asks")), "second")
+    assert fig["data"][0]["z"] == [[1], [0]]
+    assert fig["data"][0]["customdata"][0][0] == ["tracker-accepted p1", "tracker-accepted q1"]
+
+
+def test_heatmap_click_targets_the_scenario_list(client, sweep):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    assert f'data-url="{reverse("sweeps:scenarios", args=[sweep.pk])}"' in page
+    assert "plotly_click" in page
+
+
+def test_heatmap_loads_plotly_once_from_static(client, sweep):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    assert page.count("plotly.min.js") == 1 and "cdn" not in page.lower()
+
+
+def test_heatmap_depth_one_has_no_second_map(client):
+    s = _data.make_sweep(2, depth=1)
+    _data.add(s, 0, 1, duplicates=1)
+    page = text(client.get(reverse("sweeps:heatmap", args=[s.pk])))
+    assert 'id="fig-second"' not in page and "depth 1" in page
+
+
+@pytest.mark.parametrize("query", ["metric=bogus", "config=7", "config=-1", "config=x"])
+def test_heatmap_bad_options_are_400(client, sweep, query):
+    assert client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?" + query).status_code == 400
+
+
+def test_heatmap_escapes_labels_in_its_script(client, sweep):
+    Chunk.objects.filter(sweep=sweep, config=0, first_point=1).update(label="</script><b>x")
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    assert "</script><b>x" not in page
+    assert figure(page, "first")["data"][0]["customdata"][0][0] == "</script><b>x"
+
+
+# --- 4. scenarios ------------------------------------------------------------------------------
+
+def scenarios(client, sweep, query=""):
+    return client.get(reverse("sweeps:scenarios", args=[sweep.pk]) + ("?" + query if query else ""))
+
+
+@pytest.mark.parametrize("query,expected", [
+    ("", 5), ("config=0", 4), ("config=1", 1), ("design=after-reply", 1), ("tracker=keyed", 5),
+    ("has_dups=yes", 2), ("has_dups=no", 3), ("asked=yes", 1), ("missing=yes", 1), ("extra_calls=yes", 1),
+    ("twice=yes", 2), ("twice=no", 3), ("first_point=2", 2), ("second_point=0", 3), ("second_point=1", 2),
+    ("first_kind=tracker-accepted", 3), ("first_kind=reply-arrived", 0), ("status=done", 5), ("status=waiting", 0),
+    ("config=0&first_point=1&has_dups=yes", 1), ("unknown=ignored", 5),
+])
+def test_scenario_filters(client, sweep, query, expected):
+    r = scenarios(client, sweep, query)
+    assert r.status_code == 200
+    assert count_shown(text(r)) == expected
+
+
+def test_scenario_list_shows_the_rows(client, sweep):
+    s = Scenario.objects.get(sweep=sweep, config=0, first_point=1, second_point=1)
+    page = text(scenarios(client, sweep, "has_dups=yes&config=0"))
+    assert reverse("sweeps:scenario", args=[s.pk]) in page and "tracker-accepted q1" in page
+
+
+def test_scenario_list_pagination(client):
+    s = _data.make_sweep(1)
+    Scenario.objects.bulk_create([_data.scenario(s, 0, f) for f in range(1, 61)])
+    first, second = text(scenarios(client, s)), text(scenarios(client, s, "page=2"))
+    assert first.count('<td class="num">') // 6 == 50 and second.count('<td class="num">') // 6 == 10
+    assert "page 2 of 2" in second
+
+
+def test_scenario_list_pagination_keeps_filters(client):
+    s = _data.make_sweep(1)
+    Scenario.objects.bulk_create([_data.scenario(s, 0, f, duplicates=1) for f in range(1, 61)])
+    assert "?has_dups=yes&amp;page=2" in text(scenarios(client, s, "has_dups=yes"))
+
+
+@pytest.mark.parametrize("query", [
+    "page=0", "page=x", "page=99", "first_point=-1", "first_point=x", "first_point=99999999999999999999",
+    "second_point=-3", "config=3", "config=x", "design=nope", "tracker=nope", "first_kind=nope",
+    "has_dups=maybe", "status=zzz",
+])
+def test_scenario_list_bad_values_are_400(client, sweep, query):
+    assert scenarios(client, sweep, query).status_code == 400
+
+
+def test_scenario_list_of_unknown_sweep_is_404(client):
+    assert client.get(reverse("sweeps:scenarios", args=[12345])).status_code == 404
+
+
+def test_timeline_page_shows_events_in_order(client, sweep):
+    s = _data.add(sweep, 2, 1, 1, timeline=[
+        {"kind": "start", "text": "run-1 starts"}, {"kind": "crash", "text": "crash at point 1"},
+        {"kind": "restart", "text": "a new process starts"}, {"kind": "ladder", "text": "lookup: not found"},
+        {"kind": "crash", "text": "crash at point 1 again"}],
+        effects=[{"op": "create_issue", "args": {"title": "t"}, "key": "k1", "origin": [0, "call_1"],
+                  "answer": {"number": 1}}] * 2)
+    page = text(client.get(reverse("sweeps:scenario", args=[s.pk])))
+    positions = [page.index(t) for t in ("run-1 starts", "crash at point 1<", "a new process", "lookup: not found")]
+    assert positions == sorted(positions)
+    assert "<strong>crash 1</strong>" in page and "<strong>crash 2</strong>" in page
+    assert page.count("(duplicate)") == 2
+
+
+def test_timeline_is_replayed_when_not_stored(client):
+    s = _data.make_sweep(1)
+    sc = _data.add(s, 0, 1, first_kind="reply-arrived", first_label="reply-arrived turn 1")
+    page = text(client.get(reverse("sweeps:scenario", args=[sc.pk])))
+    assert "<strong>crash 1</strong>" in page and 'class="ev-restart"' in page
+    assert Scenario.objects.get(pk=sc.pk).timeline  # cached by the service
+
+
+def test_timeline_with_a_corrupt_checkpoint_shows_an_error(client, sweep):
+    sc = _data.add(sweep, 2, 1, status=Scenario.Status.WAITING)
+    _data.question(sc, durable={"files": "garbage"})
+    r = client.get(reverse("sweeps:scenario", args=[sc.pk]))
+    assert r.status_code == 200
+    assert 'id="timeline-error"' in text(r) and "stored durable state" in text(r)
+
+
+def test_unknown_scenario_is_404(client):
+    assert client.get(reverse("sweeps:scenario", args=[424242])).status_code == 404
+
+
+# --- 5. questions ------------------------------------------------------------------------------
+
+@pytest.fixture
+def waiting(sweep):
+    """Two open questions on waiting scenarios: one whose call happened, one whose call did not."""
+    a = _data.add(sweep, 2, 1, status=Scenario.Status.WAITING)
+    b = _data.add(sweep, 2, 2, status=Scenario.Status.WAITING)
+    return [_data.question(a, "0:call_1", truth=True), _data.question(b, "0:call_2", truth=False, key="")]
+
+
+def test_question_queue_shows_what_the_person_needs(client, sweep, waiting):
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk])))
+    assert "create_issue call_1" in page and "k-0:call_1" in page
+    assert "lookup found nothing; asking" in page
+    assert html.escape('{"title": "Login fails"}') in page
+    assert reverse("sweeps:scenario", args=[waiting[0].scenario_id]) in page
+
+
+def test_global_question_queue(client, sweep, waiting):
+    other = _data.make_sweep(1)
+    _data.question(_data.add(other, 0, 1, status=Scenario.Status.WAITING), "0:call_9")
+    page = text(client.get(reverse("sweeps:questions")))
+    assert '<span id="open-count">3</span>' in page
+
+
+def test_answer_records_who_and_when(auth, user, waiting):
+    q = waiting[0]
+    r = auth.post(reverse("sweeps:answer", args=[q.pk]), {"happened": "yes"})
+    assert r.status_code == 302
+    q.refresh_from_db()
+    assert (q.status, q.answer, q.answered_by) == (Question.Status.ANSWERED, True, user)
+    assert q.answered_at is not None
+
+
+def test_answered_questions_show_who_and_whether_right(auth, sweep, waiting):
+    auth.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes"})
+    auth.post(reverse("sweeps:answer", args=[waiting[1].pk]), {"happened": "yes"})
+    page = text(auth.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + "?status=answered"))
+    assert page.count("ann,") == 2
+    assert page.count('class="right"') == 1 and page.count('class="error wrong"') == 1
+
+
+def test_answer_twice_keeps_the_first(auth, other, waiting):
+    q = waiting[0]
+    auth.post(reverse("sweeps:answer", args=[q.pk]), {"happened": "no"})
+    c = Client()
+    c.force_login(other)
+    r = c.post(reverse("sweeps:answer", args=[q.pk]), {"happened": "yes"}, follow=True)
+    assert "already answered by ann; the first answer was kept" in text(r)
+    q.refresh_from_db()
+    assert q.answer is False
+
+
+def test_answer_redirects_to_a_safe_next_only(auth, waiting):
+    r = auth.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes", "next": "https://evil.example/"})
+    assert r["Location"] == reverse("sweeps:sweep_questions", args=[waiting[0].sweep_id])
+
+
+def test_answer_by_anonymous_is_403(client, waiting):
+    assert client.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes"}).status_code == 403
+    assert Question.objects.get(pk=waiting[0].pk).status == Question.Status.OPEN
+
+
+def test_answer_needs_csrf(user, waiting):
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(user)
+    assert c.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes"}).status_code == 403
+
+
+def test_answer_form_carries_csrf(auth, sweep, waiting):
+    assert "csrfmiddlewaretoken" in text(auth.get(reverse("sweeps:sweep_questions", args=[sweep.pk])))
+
+
+def test_answer_needs_yes_or_no(auth, waiting):
+    assert auth.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "perhaps"}).status_code == 400
+
+
+def test_answer_unknown_question_is_404(auth):
+    assert auth.post(reverse("sweeps:answer", args=[999]), {"happened": "yes"}).status_code == 404
+
+
+def test_answer_all_truthfully(auth, sweep, waiting):
+    r = auth.post(reverse("sweeps:answer_all", args=[sweep.pk]), follow=True)
+    assert "2 open question(s) answered" in text(r)
+    assert all(q.answer == q.truth for q in Question.objects.all())
+
+
+def test_answer_all_by_anonymous_is_403(client, sweep, waiting):
+    assert client.post(reverse("sweeps:answer_all", args=[sweep.pk])).status_code == 403
+
+
+@pytest.mark.parametrize("query", ["status=closed", "page=0", "page=y"])
+def test_question_list_bad_values_are_400(client, sweep, query):
+    assert client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + "?" + query).status_code == 400
+
+
+# --- 6. exports --------------------------------------------------------------------------------
+
+def test_export_needs_login(client, sweep):
+    for url in (reverse("sweeps:export_table", args=[sweep.pk, "csv"]),
+                reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])):
+        r = client.get(url)
+        assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
+
+
+@pytest.mark.parametrize("suffix,fmt", [("csv", "csv"), ("json", "json"), ("md", "markdown")])
+def test_export_table_is_the_chapter_layout(auth, sweep, suffix, fmt):
+    r = auth.get(reverse("sweeps:export_table", args=[sweep.pk, suffix]))
+    assert r.status_code == 200
+    assert text(r) == render(selectors.sweep_table(sweep), fmt)
+    assert f'filename="sweep-{sweep.pk}-table.{suffix}"' in r["Content-Disposition"]
+
+
+def test_export_scenarios_csv(auth, sweep):
+    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]))
+    assert r.streaming
+    rows = list(csv.DictReader(io.StringIO(b"".join(r.streaming_content).decode())))
+    assert len(rows) == 5
+    assert rows[1]["second_point"] == "1" and rows[0]["second_point"] == ""
+    assert rows[1]["duplicates"] == "2" and rows[1]["config_name"] == sweep.configs[0]["name"]
+
+
+def test_export_scenarios_jsonl_with_filters(auth, sweep):
+    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?has_dups=yes")
+    lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
+    assert [(x["config"], x["first_point"], x["second_point"], x["duplicates"]) for x in lines] == [
+        (0, 1, 1, 2), (1, 1, None, 1)]
+
+
+def test_export_unknown_format_is_404(auth, sweep):
+    assert auth.get(reverse("sweeps:export_table", args=[sweep.pk, "xlsx"])).status_code == 404
+    assert auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "md"])).status_code == 404
+
+
+def test_export_bad_filter_is_400(auth, sweep):
+    assert auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]) + "?config=99").status_code == 400
+
+
+def test_export_unknown_sweep_is_404(auth):
+    assert auth.get(reverse("sweeps:export_table", args=[777, "csv"])).status_code == 404
+
+
+# --- 7. admin and login ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["sweep", "chunk", "scenario", "question"])
+def test_admin_lists(admin_client, waiting, model):
+    assert admin_client.get(reverse(f"admin:sweeps_{model}_changelist")).status_code == 200
+
+
+def test_admin_change_pages(admin_client, waiting):
+    q = waiting[0]
+    for model, pk in (("sweep", q.sweep_id), ("scenario", q.scenario_id), ("question", q.pk)):
+        assert admin_client.get(reverse(f"admin:sweeps_{model}_change", args=[pk])).status_code == 200
+
+
+def test_admin_refuses_anonymous(client):
+    assert client.get(reverse("admin:sweeps_sweep_changelist")).status_code == 302
+
+
+def test_login_page(client):
+    r = client.get(reverse("login"))
+    assert r.status_code == 200 and "csrfmiddlewaretoken" in text(r)
