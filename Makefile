@@ -12,7 +12,12 @@ WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 SERVICES_DATABASE_URL ?= postgres://127.0.0.1:5432/sweepsite
 SERVICES_BROKER_URL ?= redis://127.0.0.1:6379/11
 
-.PHONY: run test install lint bench clean
+# Only some marked groups, in both passes: make test MARKS=faults (or make faults), MARKS="fuzz or browser".
+MARKS ?=
+NOT_SERVICES := not services$(if $(MARKS), and ($(MARKS)))
+SERVICES_ONLY := services$(if $(MARKS), and ($(MARKS)))
+
+.PHONY: run test faults install lint bench clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -74,18 +79,25 @@ run: $(STAMP)
 # Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
 # `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless
 # REQUIRE_SERVICES=1, as on CI). Exit status 5 (no tests collected) is not a failure.
+# The fault tests (`faults`) run in both passes: worker kills on SQLite and the filesystem broker
+# in the first; worker kills and a broker restart on PostgreSQL and a private redis-server (a free
+# port, started and stopped by the tests; never the shared one) in the second.
 test: $(STAMP) lint
 	@echo "== pytest: SQLite and the filesystem broker =="
-	@$(PY) -m pytest -m "not services" $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
+	@$(PY) -m pytest -m "$(NOT_SERVICES)" $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
 	@echo "== pytest -m services: PostgreSQL ($(SERVICES_DATABASE_URL)) and Redis ($(SERVICES_BROKER_URL)) =="
 	@if $(PY) -c "$$SERVICES_UP"; then \
 		DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \
-			$(PY) -m pytest -m services $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; \
+			$(PY) -m pytest -m "$(SERVICES_ONLY)" $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc; \
 	elif [ "$$REQUIRE_SERVICES" = "1" ]; then \
 		echo "FAILED: the services pass needs PostgreSQL and Redis (REQUIRE_SERVICES=1)"; exit 1; \
 	else \
 		echo "SKIPPED the services pass: PostgreSQL and Redis are needed (see above)."; \
 	fi
+
+# The fault tests alone, in both passes (killed workers, a restarted broker, unreachable services).
+faults:
+	@$(MAKE) --no-print-directory test MARKS=faults
 
 bench: $(STAMP)
 	$(PY) bench/bench_table.py

@@ -25,7 +25,7 @@ OPS = ("create_issue", "comment", "search", "label")
 FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
 MAX_BYTES = 1_000_000
 MAX_DEPTH = 20
-MAX_CALLS = 500
+MAX_CALLS = 100
 BUILTIN = {"triage": "triage.json"}
 
 
@@ -82,10 +82,14 @@ def parse(raw: bytes | str, source: str) -> Job:
     if len(raw) > MAX_BYTES:
         raise JobError(f"{source}: file: larger than {MAX_BYTES} bytes")
     try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        data = json.loads(raw, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, 5,000-digit numbers
         raise JobError(f"{source}: file: not valid JSON ({e})") from None
     return _Checker(source).job(data)
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 class _Checker:

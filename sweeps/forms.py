@@ -6,6 +6,8 @@ page), never an exception deeper down.
 
 from __future__ import annotations
 
+import json
+import math
 import uuid
 from importlib import resources
 from typing import Any
@@ -37,6 +39,39 @@ def _yes_no(label: str) -> forms.TypedChoiceField:
 
 def new_request_token() -> str:
     return uuid.uuid4().hex
+
+
+def _printable(text: str) -> str:
+    """Text a page can encode: a lone surrogate quoted from a hostile file becomes its escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def unstorable(value: Any, where: str = "file") -> str | None:
+    """What in a parsed job no database can store or no page can show, or None.
+
+    A NUL character (PostgreSQL text and jsonb refuse it), a lone surrogate (not UTF-8: neither
+    database nor page can encode it), NaN or an infinity (not JSON: PostgreSQL's jsonb refuses it).
+    The job's nesting is bounded (agentcore.jobs.MAX_DEPTH), so the recursion is too."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{where}: contains a NUL character (\\u0000)"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{where}: contains a lone surrogate (not UTF-8 text)"
+    elif isinstance(value, float) and not math.isfinite(value):
+        return f"{where}: {value} is not a JSON number"
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            problem = unstorable(k, f"{where} (a key)") or unstorable(v, f"{where}.{k}" if where != "file" else k)
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            problem = unstorable(v, f"{where}[{i}]")
+            if problem:
+                return problem
+    return None
 
 
 class LaunchForm(forms.Form):
@@ -86,17 +121,23 @@ class LaunchForm(forms.Form):
                 self.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
                 return data
             try:
-                source = raw.decode("utf-8")
+                source = raw.decode("utf-8-sig")  # a byte order mark, as some editors write, is dropped
             except UnicodeDecodeError:
                 self.add_error("job_file", "the file is not UTF-8 text")
                 return data
             name = f.name or "upload"
         else:
             return data
+        field = "job_file" if data.get("job") == "upload" else "job"
         try:
             data["job_obj"] = parse(source, name)
-        except JobError as e:
-            self.add_error("job_file" if data.get("job") == "upload" else "job", str(e))
+        except ValueError as e:  # a JobError; or what json.loads raises past it (a 5,000-digit number)
+            message = str(e) if isinstance(e, JobError) else f"{name}: file: not valid JSON ({e})"
+            self.add_error(field, _printable(message))
+            return data
+        problem = unstorable(json.loads(source))
+        if problem:
+            self.add_error(field, f"{name}: {problem}")
             return data
         data["job_source"] = source
         if data.get("preset") == "custom":

@@ -189,6 +189,11 @@ def question_list(sweep: Sweep | None, status: str) -> QuerySet[Question]:
         "durable", "scenario__timeline", "scenario__effects", "sweep__job_source", "sweep__table"))
 
 
+def question_durables(question_ids: list[int]) -> dict[int, Any]:
+    """The stored durable state of these questions (to check before offering an answer)."""
+    return dict(Question.objects.filter(pk__in=question_ids).values_list("pk", "durable"))
+
+
 def question_counts(sweep: Sweep | None) -> dict[str, int]:
     qs = Question.objects.all() if sweep is None else Question.objects.filter(sweep=sweep)
     agg = qs.aggregate(open=Count("id", filter=Q(status=Question.Status.OPEN)),

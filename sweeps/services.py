@@ -11,6 +11,11 @@ Rules:
 - "Done" is read from the database (every chunk stored, no question left unresolved), never from
   a counter that a killed worker could leave wrong.
 - Tasks are enqueued with `transaction.on_commit`: a worker never sees an ID before its row exists.
+- Lost messages (a SIGKILLed worker, a broker restarted empty) are found by the stall watchdog,
+  `sweeps_resume_stalled`, run by every worker (sweepsite/celery.py) and by `manage.py sweep`: a
+  running sweep that stored nothing for a while, with nothing left in the queue, gets its missing
+  chunks queued again. The sweep page's resume button (`sweep_resume`) does it by hand, also for
+  a failed sweep. A chunk that keeps failing is bounded by MAX_CHUNK_ATTEMPTS either way.
 - One helper, `agent_configs`, turns a stored sweep into agentcore configurations.
 """
 
@@ -19,17 +24,21 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import math
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from agentcore import designs
@@ -47,6 +56,9 @@ log = logging.getLogger(__name__)
 MAX_DEPTH = 2
 MAX_RUNS = 10
 MAX_CONFIGS = 64
+# A sweep's size grows with (crash points)^2 per configuration: past this many first points in all,
+# launching is refused with a message instead of planning for minutes (the 11-row table has 412).
+MAX_CHUNKS = 5000
 MAX_NAME = 200
 # A chunk started this many times without being stored (killed workers, a chunk that kills its
 # process) fails its sweep with a message instead of being redelivered forever.
@@ -199,6 +211,10 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             except ValueError as e:
                 raise ValidationError(str(e), code="job") from None
             plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
+            if len(plan) > MAX_CHUNKS:
+                raise ValidationError(
+                    f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
+                    f"or a smaller job", code="too_big")
 
     try:
         with transaction.atomic():
@@ -224,12 +240,14 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     return sweep
 
 
-def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = ()) -> None:
+def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
+             fail_sweep: bool = True) -> None:
     """Publish the tasks (called on commit), a few chunks per message.
 
     A broker that cannot be reached leaves no sweep "running" forever: a launch or resume fails
     the sweep with a message saying so (and `sweep_resume` enqueues again once it is back), an
-    answer notes it on the sweep; then the error is raised for the caller to report."""
+    answer notes it on the sweep; then the error is raised for the caller to report. The stall
+    watchdog passes `fail_sweep=False`: its sweep stays running and its next round tries again."""
     from sweeps import tasks
 
     per_task = max(1, min(MAX_CHUNKS_PER_TASK, len(chunk_ids) // MIN_MESSAGES))
@@ -246,11 +264,11 @@ def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Seque
     except Exception as e:
         log.exception("sweep %s: cannot enqueue tasks", sweep.pk)
         msg = f"could not reach the task broker ({type(e).__name__}: {e}); resume the sweep once it is back"
-        if chunk_ids:
+        if fail_sweep and chunk_ids:
             Sweep.objects.filter(pk=sweep.pk).exclude(status=Sweep.Status.DONE).update(
                 status=Sweep.Status.FAILED, error=msg)
             sweep.status, sweep.error = Sweep.Status.FAILED, msg
-        else:
+        elif fail_sweep:
             Sweep.objects.filter(pk=sweep.pk).update(error=msg)
         raise
 
@@ -415,21 +433,116 @@ def sweep_finalize(*, sweep_id: int) -> Sweep:
 
 def sweep_resume(*, sweep_id: int) -> int:
     """Enqueue again every chunk not stored and every answered question not resumed (a stalled
-    sweep: killed workers, a lost message, a broker that was down). Returns how many tasks."""
+    sweep: killed workers, a lost message, a broker that was down). Returns how many tasks.
+
+    The sweep page's resume button: a failed sweep runs again, and each missing chunk gets a fresh
+    bound of MAX_CHUNK_ATTEMPTS. A broker that cannot be reached fails the sweep with a message
+    and raises (kombu's OperationalError) for the page to report."""
+    return _requeue(sweep_id, manual=True)
+
+
+def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int:
     with transaction.atomic():
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
+            return 0  # failed (a chunk that keeps failing) or done since the watchdog looked
         chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
-        question_ids = list(Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
-                            .values_list("pk", flat=True))
-        if chunk_ids:
+        questions = Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
+        if answered_before is not None:
+            questions = questions.filter(answered_at__lt=answered_before)
+        question_ids = list(questions.values_list("pk", flat=True))
+        if chunk_ids and manual:
             Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound for each resume
         if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
             Sweep.objects.filter(pk=sweep_id).update(status=Sweep.Status.RUNNING, error="")
         if chunk_ids or question_ids:
-            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids))
+            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
+                                                   fail_sweep=manual))
     if not chunk_ids and not question_ids:
         sweep_finalize(sweep_id=sweep_id)
     return len(chunk_ids) + len(question_ids)
+
+
+# Per process: when the watchdog last queued a sweep's missing work (monotonic seconds), so that
+# one process queues a stalled sweep at most once per `stalled_for` while its rows do not come.
+_AUTO_RESUMED: dict[int, float] = {}
+
+
+def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) -> int:
+    """The stall watchdog: queue again the missing work of sweeps whose workers lost it.
+
+    A running sweep that stored no chunk for `stalled_for` seconds (since its launch, its last
+    stored chunk, or this process's last resume of it) gets its unstored chunks enqueued again;
+    a running or waiting sweep gets the resume of every question answered more than `stalled_for`
+    seconds ago and not resumed yet. Only when the task queue is empty: messages still queued
+    will reach a worker (or no worker runs, and queueing more would not help). So it recovers the
+    messages a SIGKILLed worker had taken (the filesystem broker deletes them on delivery; Redis
+    gives them back only after its visibility timeout) and those of a broker that restarted empty.
+    Keyed writes make an overlap with a late redelivery harmless. A running sweep with every chunk
+    stored (its worker died before finalizing) is finalized. A failed sweep is left alone (its
+    resume button is for people), and attempts are not reset: a chunk that keeps killing its worker
+    still fails its sweep after MAX_CHUNK_ATTEMPTS. `sweep_id` limits it to one sweep. Returns how
+    many tasks were enqueued; a broker or database that cannot be reached gives 0 (logged), never
+    a failed sweep: the next round tries again."""
+    _check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
+    now, mono = timezone.now(), time.monotonic()
+    cutoff = now - timedelta(seconds=stalled_for)
+    sweeps = Sweep.objects.filter(status__in=[Sweep.Status.RUNNING, Sweep.Status.WAITING], created_at__lt=cutoff)
+    if sweep_id is not None:
+        sweeps = sweeps.filter(pk=sweep_id)
+    candidates = sweeps.annotate(
+        last=Max("chunks__stored_at"),
+        unstored=Count("chunks", filter=Q(chunks__stored=False)),
+    ).values_list("pk", "status", "last", "unstored")
+    stalled = []
+    for pk, status, last, unstored in candidates:
+        if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for:
+            continue
+        quiet = last is None or last < cutoff
+        if not unstored and status == Sweep.Status.RUNNING and quiet:
+            # Every chunk stored, still "running": its last worker died between storing and
+            # finalizing (a redelivered chunk finds itself stored and stops). Nothing to queue.
+            sweep_finalize(sweep_id=pk)
+        elif unstored and status == Sweep.Status.RUNNING and quiet:
+            stalled.append(pk)
+        elif Question.objects.filter(sweep_id=pk, status=Question.Status.ANSWERED, answered_at__lt=cutoff).exists():
+            stalled.append(pk)
+    if not stalled:
+        return 0
+    queued = _queued_messages()
+    if queued is None or queued > 0:
+        return 0
+    n = 0
+    for pk in stalled:
+        try:
+            k = _requeue(pk, manual=False, answered_before=cutoff)
+        except Exception:  # noqa: BLE001 - the broker went away meanwhile: the next round tries again
+            log.exception("sweep %s: the stall watchdog could not queue its missing work", pk)
+            continue
+        _AUTO_RESUMED[pk] = mono
+        if k:
+            log.warning("sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
+                        "answer(s) queued again", pk, stalled_for, k)
+        n += k
+    return n
+
+
+def _queued_messages() -> int | None:
+    """How many messages wait in the dashboard's task queue; None if the broker cannot be asked."""
+    from kombu.exceptions import ChannelError
+
+    from sweeps import tasks
+
+    try:
+        with tasks.app.connection_for_write() as conn, conn.channel() as channel:
+            try:
+                ok = channel.queue_declare(queue=str(tasks.app.conf.task_default_queue), passive=True)
+            except (ChannelError, *conn.channel_errors):
+                return 0  # no such queue: transports drop an empty queue, or none was declared yet
+            return int(ok.message_count)
+    except Exception as e:  # noqa: BLE001 - unreachable broker: ask again at the next round
+        log.warning("the stall watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
+        return None
 
 
 # --- questions -------------------------------------------------------------------------------
@@ -477,7 +590,10 @@ def check_durable(durable: Any, name: str) -> dict[str, Any]:
     for fname, text in durable["files"].items():
         if not isinstance(text, str):
             raise CheckpointError(f"{name}: checkpoint {fname}: not text")
-        parse_checkpoint(text.encode(), f"{name}: checkpoint {fname}")
+        try:
+            parse_checkpoint(text.encode(), f"{name}: checkpoint {fname}")
+        except (ValueError, RecursionError) as e:  # a lone surrogate, a 5,000-digit number, nesting too deep
+            raise CheckpointError(f"{name}: checkpoint {fname}: corrupt ({type(e).__name__}: {e})") from None
     return durable
 
 

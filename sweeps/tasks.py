@@ -7,6 +7,9 @@ Rules:
 - Database trouble (a locked SQLite file, a dropped connection) is retried a bounded number of
   times with backoff; a chunk that still fails (or keeps killing its process, counted in
   Chunk.attempts by the service) fails its sweep with a message, and the sweep can be resumed.
+- A message lost with its worker (SIGKILL) or its broker (restarted empty) is not redelivered by
+  these settings alone: the stall watchdog every worker runs (sweepsite/celery.py,
+  services.sweeps_resume_stalled) queues the sweep's missing chunks again.
 - `worker_argv` / `worker_environ`: how to start a worker that shares this process's database,
   broker and queue (used by `manage.py sweep --workers N` and by the tests).
 """
@@ -97,10 +100,11 @@ def worker_environ() -> dict[str, str]:
     return env
 
 
-def worker_argv(name: str, loglevel: str = "WARNING") -> list[str]:
-    """A single-process worker on this process's queue. The solo pool runs tasks in the worker's
-    own process: it fetches the next message as soon as a task ends, where a prefork pool on a
-    polling transport (the filesystem broker) waits for its next poll."""
-    return [sys.executable, "-m", "celery", "-A", "sweepsite", "worker", "--pool", "solo", "--concurrency", "1",
-            "-n", f"{name}@%h", "-Q", str(app.conf.task_default_queue), "--without-gossip", "--without-mingle",
-            "--without-heartbeat", "--loglevel", loglevel]
+def worker_argv(name: str, loglevel: str = "WARNING", *, pool: str = "solo", concurrency: int = 1) -> list[str]:
+    """A worker on this process's queue. The default, one solo-pool process, runs tasks in the
+    worker's own process: it fetches the next message as soon as a task ends, where a prefork pool
+    on a polling transport (the filesystem broker) waits for its next poll. The fault tests ask for
+    `pool="prefork"` to have pool processes to kill."""
+    return [sys.executable, "-m", "celery", "-A", "sweepsite", "worker", "--pool", pool, "--concurrency",
+            str(concurrency), "-n", f"{name}@%h", "-Q", str(app.conf.task_default_queue), "--without-gossip",
+            "--without-mingle", "--without-heartbeat", "--loglevel", loglevel]

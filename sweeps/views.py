@@ -9,6 +9,7 @@ anonymous export is sent to the login page). Every parameter goes through a form
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -25,16 +26,18 @@ from django.http import (
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
+    HttpResponseRedirect,
     JsonResponse,
     StreamingHttpResponse,
 )
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
 from agentcore.checkpoint import CheckpointError
+from agentcore.jobs import JobError
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES
 from sweeps import charts, exports, selectors, services
@@ -66,6 +69,7 @@ COLUMN_FILTERS = {
 }
 
 View = Callable[..., HttpResponseBase]
+log = logging.getLogger(__name__)
 
 
 def read_access(view: View) -> View:
@@ -117,7 +121,7 @@ def _page(paginator: Paginator, number: int | None) -> Any:
 
 # --- 1. sweeps list and launch -----------------------------------------------------------------
 
-@require_GET
+@require_safe
 @read_access
 def sweep_list(request: HttpRequest) -> HttpResponse:
     form = LaunchForm(initial={"request_token": new_request_token()}) if request.user.is_authenticated else None
@@ -167,7 +171,7 @@ def sweep_launch(request: HttpRequest) -> HttpResponse:
 
 # --- 2. sweep page -----------------------------------------------------------------------------
 
-@require_GET
+@require_safe
 @read_access
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = _sweep_or_404(sweep_id)
@@ -194,7 +198,7 @@ def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:
         sweep.status == Sweep.Status.RUNNING and progress["idle_seconds"] >= STALL_SECONDS)
 
 
-@require_GET
+@require_safe
 @read_access
 def sweep_progress(request: HttpRequest, sweep_id: int) -> JsonResponse:
     sweep = _sweep_or_404(sweep_id)
@@ -218,7 +222,7 @@ def sweep_resume(request: HttpRequest, sweep_id: int) -> HttpResponse:
 
 # --- 3. heatmaps -------------------------------------------------------------------------------
 
-@require_GET
+@require_safe
 @read_access
 def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = _sweep_or_404(sweep_id)
@@ -250,7 +254,7 @@ def _filter_form(request: HttpRequest, sweep: Sweep) -> ScenarioFilterForm:
     return ScenarioFilterForm(request.GET, sweep=sweep)
 
 
-@require_GET
+@require_safe
 @read_access
 def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = _sweep_or_404(sweep_id)
@@ -274,7 +278,25 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     })
 
 
-@require_GET
+# What reading a corrupt stored state can raise (a scenario's page shows it instead of a 500).
+STATE_ERRORS = (CheckpointError, ValueError, RecursionError, KeyError, IndexError, TypeError, AttributeError)
+
+
+def _state_error(e: BaseException, what: str) -> str:
+    """A message for the page: agentcore's own errors name the file and field; others get a prefix."""
+    if isinstance(e, (CheckpointError, JobError)):
+        message = str(e)
+    else:
+        log.warning("%s: unusable stored state", what, exc_info=e)
+        message = f"{what}: the stored state cannot be used ({type(e).__name__}: {e})"
+    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _list_of_dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+@require_safe
 @read_access
 def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     try:
@@ -282,12 +304,18 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     except Scenario.DoesNotExist:
         raise Http404(f"no scenario {scenario_id}") from None
     error = ""
-    timeline: list[dict[str, Any]] = []
+    timeline: Any = []
     try:
         timeline = services.scenario_timeline(scenario_id=scenario.pk)
-    except (CheckpointError, ValueError) as e:  # a corrupt stored state; a stored job that no longer parses
-        error = str(e)
+    except STATE_ERRORS as e:  # a corrupt stored state; a stored job or sweep that no longer fits
+        error = _state_error(e, f"scenario {scenario.pk}")
+    if not _list_of_dicts(timeline):
+        error = error or f"scenario {scenario.pk}: the stored timeline is corrupt (not a list of events)"
+        timeline = []
     effects = Scenario.objects.filter(pk=scenario.pk).values_list("effects", flat=True).first() or []
+    if not _list_of_dicts(effects):
+        error = error or f"scenario {scenario.pk}: the stored tracker records are corrupt (not a list of effects)"
+        effects = []
     counts: dict[str, int] = {}
     for e in effects:
         key = json.dumps(e.get("origin"))
@@ -312,6 +340,19 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
 
 # --- 5. questions ------------------------------------------------------------------------------
 
+
+def _durable_problems(question_ids: list[int]) -> dict[int, str]:
+    """Open questions whose stored durable state (checkpoint files, tracker records) is corrupt:
+    answering them could not resume their scenario. question ID -> the error."""
+    problems = {}
+    for pk, durable in selectors.question_durables(question_ids).items():
+        try:
+            services.check_durable(durable, f"question {pk}")
+        except STATE_ERRORS as e:
+            problems[pk] = _state_error(e, f"question {pk}")
+    return problems
+
+
 def _question_page(request: HttpRequest, sweep: Sweep | None) -> HttpResponse:
     form = QuestionListForm(request.GET)
     if not form.is_valid():
@@ -321,29 +362,33 @@ def _question_page(request: HttpRequest, sweep: Sweep | None) -> HttpResponse:
     page = _page(paginator, form.cleaned_data.get("page"))
     if page is None:
         return _bad_request(request, f"there is no page {form.cleaned_data.get('page')}")
+    problems = _durable_problems([q.pk for q in page.object_list if q.status == Question.Status.OPEN])
     for q in page.object_list:
         q.args_json = json.dumps(q.call.get("args") if isinstance(q.call, dict) else q.call, sort_keys=True)
+        q.state_error = problems.get(q.pk, "")
     return render(request, "sweeps/question_list.html", {
         "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep),
         "here": request.get_full_path(),
     })
 
 
-@require_GET
+@require_safe
 @read_access
 def question_list(request: HttpRequest) -> HttpResponse:
     return _question_page(request, None)
 
 
-@require_GET
+@require_safe
 @read_access
 def sweep_questions(request: HttpRequest, sweep_id: int) -> HttpResponse:
     return _question_page(request, _sweep_or_404(sweep_id))
 
 
 def _next_url(request: HttpRequest, candidate: str | None, fallback: str) -> str:
-    if candidate and url_has_allowed_host_and_scheme(candidate, allowed_hosts={request.get_host()},
-                                                     require_https=request.is_secure()):
+    """`next` if it is a path on this site ("/..."), else the fallback. (A bare word would be taken
+    for a URL name by redirect(), a relative path would depend on the current URL.)"""
+    if candidate and candidate.startswith("/") and url_has_allowed_host_and_scheme(
+            candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         return candidate
     return fallback
 
@@ -370,7 +415,7 @@ def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
         else:
             who = q.answered_by.get_username() if q.answered_by else "someone"
             messages.warning(request, f"this question was already answered by {who}; the first answer was kept")
-    return redirect(_next_url(request, form.cleaned_data.get("next"), fallback))
+    return HttpResponseRedirect(_next_url(request, form.cleaned_data.get("next"), fallback))
 
 
 @require_POST
@@ -390,7 +435,7 @@ def questions_answer_all(request: HttpRequest, sweep_id: int) -> HttpResponse:
 
 # --- 6. exports --------------------------------------------------------------------------------
 
-@require_GET
+@require_safe
 @login_required
 def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
     if fmt not in exports.TABLE_FORMATS:
@@ -402,7 +447,7 @@ def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 @login_required
 def export_scenarios(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponseBase:
     if fmt not in exports.ROW_FORMATS:

@@ -64,6 +64,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A database that cannot be reached: a 503 page saying so, not a 500.
+    "sweepsite.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "sweepsite.urls"
@@ -145,11 +147,20 @@ else:
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A prefork worker whose pool process died waits this long for a result the process may have sent
+# before requeueing its task (default 10 s). Results are ignored and a task run twice stores once,
+# so a second is plenty.
+CELERY_WORKER_LOST_WAIT = 1.0
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
+# The stall watchdog (services.sweeps_resume_stalled): a running sweep that stored no chunk for this
+# many seconds while the task queue is empty has lost messages (a SIGKILLed worker, a broker that
+# restarted empty); every worker checks a few times per period and queues its missing chunks again,
+# and so does `manage.py sweep` while it waits. 0 turns the workers' watchdog off.
+SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", "30"))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SWEEPSITE_QUEUE",

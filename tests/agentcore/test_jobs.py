@@ -110,3 +110,10 @@ def test_unknown_top_level_field():
 def test_resolve_fills_references_from_earlier_results():
     args = {"issue": {"$result": "a", "field": "number"}, "list": [{"$result": "a", "field": "x"}]}
     assert resolve(args, {"a": {"number": 7}}) == {"issue": 7, "list": [None]}
+
+
+def test_nan_and_huge_numbers_are_errors_not_crashes():
+    with pytest.raises(JobError, match="not valid JSON"):
+        parse('{"name": NaN}', "j")
+    with pytest.raises(JobError, match="not valid JSON"):
+        parse('{"name": ' + "9" * 5000 + "}", "j")

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from agentcore import jobs
+from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from agentcore.checkpoint import CheckpointError
 from sweeps import selectors, services, tasks
@@ -274,3 +274,16 @@ def test_a_corrupt_stored_checkpoint_is_a_clear_error(user):
     with pytest.raises(CheckpointError):
         services.question_resume(question_id=q.pk)
     assert "corrupt" in Sweep.objects.get(pk=q.sweep_id).error
+
+
+@pytest.mark.django_db
+def test_a_sweep_too_big_to_plan_is_refused_and_nothing_stored():
+    import json as _json
+
+    calls = [{"id": f"c{i}", "tool": "create_issue", "args": {}} for i in range(100)]
+    job = _json.dumps({"name": "big", "tools": {"create_issue": {"op": "create_issue"}},
+                       "turns": [{"calls": calls}, {"final": "x"}]})
+    configs = services.configs_for(list(designs.DESIGNS)[:8], ["keyed", "keyless", "lookup"])
+    with pytest.raises(ValidationError, match="first crash points"):
+        services.sweep_create(user=None, job_source=job, configs=configs)
+    assert Sweep.objects.count() == 0

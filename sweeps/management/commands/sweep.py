@@ -4,7 +4,9 @@ The same options and output as the CLI (`--format json` gives the same JSON), pl
 The sweep is created by services.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
 same database and broker and stops at the end. A progress bar (chunks stored / total, read from
-the database) goes to stderr. User errors are one line (CommandError).
+the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
+(services.sweeps_resume_stalled): chunks whose messages were lost are queued again. User errors
+are one line (CommandError).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import tempfile
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
@@ -137,6 +140,10 @@ class Command(BaseCommand):
 
     def _wait(self, sweep: Sweep, workers: list[tuple[subprocess.Popen, Any]], timeout: float | None) -> None:
         start = time.monotonic()
+        # The stall watchdog for this sweep (the workers run one too; `make run`'s may have it off):
+        # chunks whose messages a killed worker or a restarted broker lost are queued again.
+        stalled_for = float(settings.SWEEPSITE_STALL_SECONDS) or 30.0
+        next_watch = start + stalled_for
         stream = getattr(self.stderr, "_out", self.stderr)
         with tqdm(total=sweep.total_chunks, unit="chunk", desc=f"sweep {sweep.pk}", file=stream,
                   dynamic_ncols=True, mininterval=0.2) as bar:
@@ -155,6 +162,9 @@ class Command(BaseCommand):
                     log.seek(0)
                     tail = " | ".join(log.read().strip().splitlines()[-3:])
                     raise CommandError(f"the workers exited before sweep {sweep.pk} was done: {tail}")
+                if time.monotonic() >= next_watch:
+                    next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
+                    services.sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep.pk)
                 if timeout is not None and time.monotonic() - start > timeout:
                     raise CommandError(f"timed out after {timeout:g} s with {stored}/{sweep.total_chunks} chunks "
                                        f"stored; sweep {sweep.pk} goes on while workers run")

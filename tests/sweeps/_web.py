@@ -1,0 +1,59 @@
+"""Helpers for the web tests of bad input, double actions, security and fuzzing."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from sweeps import services, tasks
+from sweeps.models import Chunk, Question, Sweep
+
+MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
+
+
+def launch_data(**kw: Any) -> dict[str, Any]:
+    """A valid launch form (the triage job, the chapter's table), with changes."""
+    data: dict[str, Any] = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
+                            "request_token": uuid.uuid4().hex}
+    data.update(kw)
+    return data
+
+
+def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
+    """What the services publish, recorded instead of sent: [(task name, args), ...]."""
+    sent: list[tuple[str, tuple]] = []
+    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
+        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: sent.append((_n, tuple(args))))
+    return sent
+
+
+def sent_chunk_ids(sent: list[tuple[str, tuple]]) -> list[int]:
+    out: list[int] = []
+    for name, args in sent:
+        if name == tasks.run_chunk.name:
+            out.append(args[0])
+        elif name == tasks.run_chunks.name:
+            out.extend(args[0])
+    return out
+
+
+def sent_resumes(sent: list[tuple[str, tuple]]) -> list[int]:
+    return [args[0] for name, args in sent if name == tasks.resume_question.name]
+
+
+def counts() -> tuple[int, int]:
+    return Sweep.objects.count(), Chunk.objects.count()
+
+
+def waiting_sweep() -> Sweep:
+    """A real queue-person sweep (one configuration, depth 1) with its chunks run and stored by the
+    services: its waiting scenarios have open questions with real durable states."""
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+                                  depth=1, person="queue")
+    for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+        services.chunk_run(chunk_id=pk)
+    sweep.refresh_from_db()
+    assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
+    return sweep

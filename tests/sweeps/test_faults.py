@@ -1,0 +1,539 @@
+"""Faults: killed workers, a restarted broker, a broker or a database that cannot be reached.
+
+Real `celery worker` processes (never eager) on a broker of the test's own and the test database:
+- SIGKILLs during a whole-table sweep (pool processes, and whole workers), on the embedded default
+  (SQLite and the filesystem broker, first pass of `make test`) and on PostgreSQL and a private
+  Redis (the services pass): the sweep ends done with exactly agentcore's rows, none twice.
+- The private Redis SIGKILLed and started again mid-sweep: the sweep still completes.
+- A chunk that kills its worker every time: the sweep fails after MAX_CHUNK_ATTEMPTS with a message
+  naming the chunk, and the page's resume button finishes it.
+- The broker or the database unreachable when a user launches: a clear message and a 503, no sweep
+  left running (stored failed, or not at all).
+- The stall watchdog (services.sweeps_resume_stalled) on its own.
+
+What happened is printed to the terminal (kills survived, rows expected and stored, times).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.db import OperationalError
+from django.db.models import Count
+from django.urls import reverse
+from django.utils import timezone
+
+from sweeps import selectors, services, tasks
+from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweepsite.celery import app
+from tests.sweeps import _faults
+from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
+
+pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
+
+TRIAGE = services.builtin_job_source("triage")
+TABLE = services.table_configs_for()
+MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
+# The workers' stall watchdog: a sweep that stored nothing for this long with an empty queue has
+# lost messages, and its missing chunks are queued again.
+STALL = 2.0
+# When to kill what, as the share of the sweep's chunks stored: pool processes, and whole workers.
+KILLS = [(0.06, "pool"), (0.17, "pool"), (0.28, "whole"), (0.40, "pool"), (0.52, "pool"), (0.64, "whole"),
+         (0.76, "pool"), (0.86, "pool")]
+TIMEOUT = 240
+
+
+def key(configs: list[dict[str, str]]) -> tuple[tuple[str, str, str], ...]:
+    return tuple((c["name"], c["design"], c["tracker"]) for c in configs)
+
+
+def report(capsys: pytest.CaptureFixture[str], line: str) -> None:
+    with capsys.disabled():
+        print(f"\n[faults] {line}", flush=True)
+
+
+class Lab:
+    """A broker of the test's own, this process's Celery app pointed at it, and workers started on it."""
+
+    def __init__(self, folder: Path, env: dict[str, str], redis: PrivateRedis | None = None) -> None:
+        self.folder, self.env, self.redis = folder, env, redis
+        self.pools: list[Workers] = []
+
+    def workers(self, **kw: Any) -> Workers:
+        env = {**self.env, **kw.pop("env", {})}
+        w = Workers(self.folder / f"w{len(self.pools)}", env, **kw)
+        w.folder.mkdir()
+        self.pools.append(w)
+        return w
+
+    def stop(self) -> None:
+        for w in self.pools:
+            w.stop()
+
+    def logs(self) -> str:
+        return "\n".join(w.log_text() for w in self.pools)
+
+
+@pytest.fixture
+def fs_lab(tmp_path: Path) -> Iterator[Lab]:
+    """The embedded default's broker (a filesystem folder), private to the test."""
+    options = _faults.filesystem_options(tmp_path)
+    with private_broker("filesystem://", options, {"SWEEPSITE_VAR": str(tmp_path),
+                                                   "SWEEPSITE_STALL_SECONDS": str(STALL)}) as env:
+        lab = Lab(tmp_path, env)
+        try:
+            yield lab
+        finally:
+            lab.stop()
+
+
+@pytest.fixture
+def redis_lab(tmp_path: Path) -> Iterator[Lab]:
+    """A private redis-server (never the shared one), stopped by its PID at the end."""
+    redis = PrivateRedis(tmp_path)
+    redis.start()
+    try:
+        with private_broker(redis.url, {"visibility_timeout": 300}, {"CELERY_BROKER_URL": redis.url,
+                                                                     "SWEEPSITE_STALL_SECONDS": str(STALL)}) as env:
+            lab = Lab(tmp_path, env, redis)
+            try:
+                yield lab
+            finally:
+                lab.stop()
+    finally:
+        redis.stop()
+
+
+@pytest.fixture
+def auth(client: Any, django_user_model: Any) -> Any:
+    client.force_login(django_user_model.objects.create_user("faults", password="pw-faults-123"))
+    return client
+
+
+def stored_chunks(sweep: Sweep) -> int:
+    return Chunk.objects.filter(sweep=sweep, stored=True).count()
+
+
+def status(sweep: Sweep) -> str:
+    return Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get()
+
+
+def wait_finished(sweep: Sweep, lab: Lab, timeout: float = TIMEOUT, every: Any = None) -> str:
+    deadline = time.monotonic() + timeout
+    while (s := status(sweep)) not in (Sweep.Status.DONE, Sweep.Status.FAILED):
+        if every is not None:
+            every()
+        if time.monotonic() > deadline:
+            pytest.fail(f"sweep {sweep.pk} not finished after {timeout} s ({stored_chunks(sweep)}/"
+                        f"{sweep.total_chunks} chunks stored)\n{lab.logs()[-6000:]}")
+        time.sleep(0.02)
+    return s
+
+
+def check_rows(sweep: Sweep) -> tuple[int, int]:
+    """The sweep is done with exactly agentcore's rows (each once) and table; (expected, stored)."""
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+    ref = reference(key(sweep.configs), sweep.depth)
+    rows = Scenario.objects.filter(sweep=sweep)
+    assert not rows.values("config", "first_point", "second_point").annotate(n=Count("id")).filter(n__gt=1).exists()
+    stored = sorted(rows.values_list("config", "first_point", "first_kind", "first_label", "second_point",
+                                     "second_kind", "second_label", "duplicates", "missing", "asks", "approvals",
+                                     "model_calls", "calls_plus", "status"))
+    expected = sorted(_faults.record_key(i, r) for i, recs in enumerate(ref.records) for r in recs)
+    assert len(stored) == ref.scenarios == len(expected)
+    assert stored == expected
+    table = [r.to_dict() for r in ref.rows]
+    assert [r.to_dict() for r in selectors.sweep_table(sweep)] == table
+    assert sweep.table == table
+    assert Chunk.objects.filter(sweep=sweep, stored=False).count() == 0
+    return ref.scenarios, len(stored)
+
+
+def requeued(lab: Lab) -> int:
+    """Chunks the workers' stall watchdog queued again (from their logs)."""
+    return sum(int(n) for n in re.findall(r"the queue is empty: (\d+) missing chunk", lab.logs()))
+
+
+# --- 1. workers SIGKILLed while they work ---------------------------------------------------------
+
+
+def sweep_under_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) -> None:
+    reference(key(TABLE), 2)  # computed before the clock starts
+    workers = lab.workers(pool="prefork", concurrency=2)
+    workers.start(2)
+    t0 = time.monotonic()
+    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
+    total, pending, kills = sweep.total_chunks, list(KILLS), []
+
+    def kill_on_schedule() -> None:
+        if not pending:
+            return
+        stored = stored_chunks(sweep)
+        if stored < pending[0][0] * total:
+            return
+        _, what = pending.pop(0)
+        if what == "whole" and len(workers.alive()) >= 2:
+            pid = workers.kill_whole()
+            workers.start(1, wait=False)  # a new worker joins while the sweep runs
+        else:
+            what, pid = "pool", workers.kill_pool_process()
+        if pid is not None:
+            kills.append((what, pid, stored))
+
+    final = wait_finished(sweep, lab, every=kill_on_schedule)
+    elapsed = time.monotonic() - t0
+    sweep.refresh_from_db()
+    assert final == Sweep.Status.DONE, f"{sweep.error}\n{lab.logs()[-6000:]}"
+    whole = sum(1 for k in kills if k[0] == "whole")
+    assert len(kills) >= 5 and whole >= 1, kills
+    expected, stored = check_rows(sweep)
+    rerun = Chunk.objects.filter(sweep=sweep, attempts__gt=1).count()
+    report(capsys, f"{label}: survived {len(kills)} SIGKILLs ({len(kills) - whole} pool processes, {whole} whole "
+                   f"workers) at {', '.join(f'{100 * k[2] / total:.0f}%' for k in kills)} of {total} chunks; "
+                   f"{rerun} interrupted chunks run again, {requeued(lab)} chunks queued again by the stall "
+                   f"watchdog; rows expected {expected}, stored {stored}, no duplicate; table = agentcore's; "
+                   f"status done in {elapsed:.1f} s")
+
+
+def test_worker_kills_on_sqlite_and_the_filesystem_broker(fs_lab, capsys):
+    sweep_under_kills(fs_lab, capsys, "worker kills, SQLite + filesystem broker")
+
+
+@pytest.mark.services
+def test_worker_kills_on_postgresql_and_redis(redis_lab, capsys):
+    from django.db import connection
+
+    assert connection.vendor == "postgresql"
+    sweep_under_kills(redis_lab, capsys, "worker kills, PostgreSQL + Redis")
+
+
+# --- a chunk that keeps failing: bounded, then resumed from the page ----------------------------
+
+
+def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finishes_it(fs_lab, auth, capsys):
+    poison = fs_lab.workers(pool="prefork", concurrency=2, module="tests.sweeps._poison_worker",
+                            env={"FAULTS_POISON": "0:3"})
+    poison.start(1)
+    t0 = time.monotonic()
+    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
+    chunk = Chunk.objects.get(sweep=sweep, config=0, first_point=3)
+    assert wait_finished(sweep, fs_lab) == Sweep.Status.FAILED
+    sweep.refresh_from_db()
+    # Each of the first MAX_CHUNK_ATTEMPTS starts killed its pool process; the next was refused.
+    assert f"chunk {chunk.pk} (configuration 1, first point 3)" in sweep.error
+    assert f"started {services.MAX_CHUNK_ATTEMPTS + 1} times without being stored" in sweep.error
+    assert "exited with 'exitcode 70'" in poison.log_text()
+    deaths = Chunk.objects.get(pk=chunk.pk).attempts - 1
+    assert list(Chunk.objects.filter(sweep=sweep, stored=False).values_list("pk", flat=True)) == [chunk.pk]
+    failed_after = time.monotonic() - t0
+    page = auth.get(reverse("sweeps:detail", args=[sweep.pk])).content.decode()
+    assert 'id="resume"' in page and f"chunk {chunk.pk}" in page
+
+    poison.stop()  # the cause is fixed: healthy workers from now on
+    fs_lab.workers(pool="solo", concurrency=1).start(1)
+    r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
+    assert r.status_code == 200 and "1 missing chunk(s) queued again" in r.content.decode()
+    assert wait_finished(sweep, fs_lab) == Sweep.Status.DONE
+    expected, stored = check_rows(sweep)
+    report(capsys, f"poisoned chunk: its pool process died {deaths} times, then the sweep failed naming chunk "
+                   f"{chunk.pk} ({failed_after:.1f} s); the resume button finished it: rows expected {expected}, "
+                   f"stored {stored}")
+
+
+# --- 2a. the broker restarted mid-sweep ---------------------------------------------------------
+
+
+@pytest.mark.services
+def test_a_sweep_survives_a_broker_restart(redis_lab, capsys):
+    reference(key(TABLE), 2)
+    workers = redis_lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
+    workers.start(2)
+    t0 = time.monotonic()
+    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
+    deadline = time.monotonic() + TIMEOUT
+    while (at := stored_chunks(sweep)) < 0.3 * sweep.total_chunks:
+        assert time.monotonic() < deadline and status(sweep) == Sweep.Status.RUNNING, redis_lab.logs()[-4000:]
+        time.sleep(0.02)
+    redis_lab.redis.kill()  # its queue was only in memory: the sweep's messages are gone
+    down = time.monotonic()
+    time.sleep(1.0)
+    redis_lab.redis.start()  # on the same port
+    assert wait_finished(sweep, redis_lab) == Sweep.Status.DONE, redis_lab.logs()[-6000:]
+    back = time.monotonic() - down
+    assert len(workers.alive()) == 2  # the workers reconnected rather than died
+    expected, stored = check_rows(sweep)
+    report(capsys, f"broker restart: Redis SIGKILLed at {at}/{sweep.total_chunks} chunks stored and started again "
+                   f"1 s later; done {back:.1f} s after the crash ({time.monotonic() - t0:.1f} s in all), "
+                   f"{requeued(redis_lab)} chunks queued again by the stall watchdog; rows expected {expected}, "
+                   f"stored {stored}")
+
+
+# --- 2b. the broker unreachable when a user launches or resumes --------------------------------
+
+
+def launch_form(**kw: Any) -> dict[str, Any]:
+    data = {"job": "triage", "preset": "custom", "designs": ["markers"], "trackers": ["keyed"], "depth": 1,
+            "runs": 1, "person": "scripted", "request_token": str(uuid.uuid4())}
+    data.update(kw)
+    return data
+
+
+def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_running(auth, celery_workers, capsys):
+    closed = _faults.free_port()
+    t0 = time.monotonic()
+    with private_broker(f"redis://127.0.0.1:{closed}/0", {}, {}):
+        r = auth.post(reverse("sweeps:launch"), launch_form())
+        took = time.monotonic() - t0
+        page = r.content.decode()
+        assert r.status_code == 503, page[:2000]
+        assert "the sweep could not be started: the queue or the database is unreachable" in page
+        sweep = Sweep.objects.get()
+        assert sweep.status == Sweep.Status.FAILED
+        assert "could not reach the task broker" in sweep.error and "resume the sweep once it is back" in sweep.error
+        assert not Sweep.objects.filter(status=Sweep.Status.RUNNING).exists()
+        # The resume button while it is still down: a message, and the sweep stays failed.
+        r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
+        assert r.status_code == 200 and "could not resume: the queue or the database is unreachable" in \
+            r.content.decode()
+        assert status(sweep) == Sweep.Status.FAILED
+    # The broker is back (the session's own, its workers running): the resume button finishes it.
+    r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
+    assert r.status_code == 200 and "missing chunk(s) queued again" in r.content.decode()
+    deadline = time.monotonic() + 120
+    while status(sweep) != Sweep.Status.DONE:
+        assert time.monotonic() < deadline, "the resumed sweep did not finish"
+        time.sleep(0.05)
+    expected, stored = check_rows(sweep)
+    report(capsys, f"broker unreachable at launch: 503 with a message after {took:.1f} s, sweep stored failed "
+                   f"with the reason; resumed once the broker was back: rows expected {expected}, stored {stored}")
+
+
+# --- 2c. the database unreachable when a user launches -----------------------------------------
+
+
+def test_a_launch_whose_database_fails_midway_stores_nothing(auth, monkeypatch, django_capture_on_commit_callbacks):
+    sent: list[Any] = []
+    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: sent.append((a, kw)))
+
+    def connection_lost(*args: Any, **kw: Any) -> None:
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(Chunk.objects, "bulk_create", connection_lost)  # after the sweep's INSERT
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        r = auth.post(reverse("sweeps:launch"), launch_form())
+    page = r.content.decode()
+    assert r.status_code == 503, page[:2000]
+    assert "the sweep could not be started: the queue or the database is unreachable" in page
+    assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0 and Scenario.objects.count() == 0
+    assert callbacks == [] and sent == []
+
+
+DB_DOWN = """
+import json, django
+django.setup()
+from django.test import Client
+from django.urls import reverse
+client = Client(raise_request_exception=False)
+client.cookies["sessionid"] = "x" * 32  # a logged-in browser: its session is in the database
+out = {}
+out["list"] = client.get(reverse("sweeps:list"))
+out["launch"] = client.post(reverse("sweeps:launch"), json.loads(%r))
+print(json.dumps({k: [r.status_code, r.content.decode()] for k, r in out.items()}))
+"""
+
+
+def test_pages_and_a_launch_with_the_database_unreachable_get_a_503(tmp_path):
+    closed = _faults.free_port()
+    env = {**os.environ, "DATABASE_URL": f"postgres://127.0.0.1:{closed}/sweepsite",
+           "CELERY_BROKER_URL": "filesystem://", "SWEEPSITE_VAR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "sweepsite.settings", "LOG_LEVEL": "CRITICAL"}
+    proc = subprocess.run([sys.executable, "-c", DB_DOWN % json.dumps(launch_form())], env=env,
+                          cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for what in ("list", "launch"):
+        code, page = out[what]
+        assert code == 503, (what, page[:2000])
+        assert "The database is unreachable" in page and "nothing was\nchanged" in page
+        assert str(closed) not in page  # the details go to the log
+
+
+# --- the stall watchdog on its own --------------------------------------------------------------
+
+
+@pytest.fixture
+def watchdog(monkeypatch):
+    """services.sweeps_resume_stalled with its queue length and its publishing recorded."""
+    monkeypatch.setattr(services, "_AUTO_RESUMED", {})
+    state: dict[str, Any] = {"queued": 0, "sent": [], "down": False}
+    monkeypatch.setattr(services, "_queued_messages", lambda: state["queued"])
+
+    def publish(args: Any, _n: str = "", **kw: Any) -> None:
+        if state["down"]:
+            from kombu.exceptions import OperationalError as BrokerError
+
+            raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+        state["sent"].append((_n, args))
+
+    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
+        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: publish(args, _n))
+    return state
+
+
+def stalled_sweep(seconds: float = 60, **kw: Any) -> Sweep:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(services, "_enqueue", lambda *a, **k: None)  # its launch's messages "lost"
+        sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1,
+                                      **kw)
+    Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
+    return sweep
+
+
+def sent_chunk_ids(state: dict[str, Any]) -> list[int]:
+    out: list[int] = []
+    for name, args in state["sent"]:
+        if name == tasks.run_chunks.name:
+            out.extend(args[0])
+        elif name == tasks.run_chunk.name:
+            out.append(args[0])
+    return sorted(out)
+
+
+def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_period(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    for pk in ids[:3]:
+        services.chunk_run(chunk_id=pk)
+    Chunk.objects.filter(sweep=sweep, stored=True).update(stored_at=timezone.now() - timedelta(seconds=30))
+    Chunk.objects.filter(pk=ids[3]).update(attempts=2)
+    assert services.sweeps_resume_stalled(stalled_for=10) == len(ids) - 3
+    assert sent_chunk_ids(watchdog) == ids[3:]
+    assert Chunk.objects.get(pk=ids[3]).attempts == 2  # the bound on a chunk that keeps failing holds
+    assert status(sweep) == Sweep.Status.RUNNING
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0  # not again within the period
+
+
+def test_the_watchdog_finalizes_a_sweep_whose_worker_died_before_finalizing(watchdog, monkeypatch):
+    sweep = stalled_sweep()
+    with monkeypatch.context() as mp:
+        mp.setattr(services, "sweep_finalize", lambda **kw: None)  # killed right after the last store
+        for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+            services.chunk_run(chunk_id=pk)
+    assert status(sweep) == Sweep.Status.RUNNING
+    for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+        assert services.chunk_run(chunk_id=pk) is False  # a redelivery finds it stored and stops
+    assert status(sweep) == Sweep.Status.RUNNING
+    Chunk.objects.filter(sweep=sweep).update(stored_at=timezone.now() - timedelta(seconds=30))
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert status(sweep) == Sweep.Status.DONE and watchdog["sent"] == []
+
+
+def test_the_watchdog_leaves_alone_sweeps_that_progress_failed_or_finished(watchdog):
+    fresh = stalled_sweep(seconds=1)
+    progressing = stalled_sweep(configs=[{"name": "loop", "design": "loop", "tracker": "keyed"}])
+    services.chunk_run(chunk_id=Chunk.objects.filter(sweep=progressing).first().pk)  # stored just now
+    failed = stalled_sweep(configs=[{"name": "m2", "design": "markers", "tracker": "keyless"}])
+    services.chunk_failed(chunk_id=Chunk.objects.filter(sweep=failed).first().pk, error="boom")
+    done = stalled_sweep(configs=[{"name": "m3", "design": "markers", "tracker": "lookup"}])
+    for pk in Chunk.objects.filter(sweep=done).values_list("pk", flat=True):
+        services.chunk_run(chunk_id=pk)
+    Chunk.objects.filter(sweep=done).update(stored_at=timezone.now() - timedelta(seconds=30))
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert watchdog["sent"] == [] and status(failed) == Sweep.Status.FAILED and status(fresh) == "running"
+    assert status(done) == Sweep.Status.DONE
+
+
+def test_the_watchdog_waits_while_messages_are_queued_or_the_broker_is_away(watchdog):
+    sweep = stalled_sweep()
+    watchdog["queued"] = 5  # the workers have not taken everything yet
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    watchdog["queued"] = None  # the broker cannot be asked
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    watchdog["queued"], watchdog["down"] = 0, True  # it went away between the question and the publish
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.RUNNING and sweep.error == ""  # not failed: the next round tries
+    watchdog["down"] = False
+    assert services.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
+    assert services.sweeps_resume_stalled(stalled_for=10, sweep_id=sweep.pk + 1000) == 0
+
+
+def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(services, "_enqueue", lambda *a, **k: None)
+        sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue")
+        for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+            services.chunk_run(chunk_id=pk)
+        q = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
+        services.question_answer(question_id=q.pk, user=None, happened=bool(q.truth))  # its message lost
+    assert status(sweep) == Sweep.Status.WAITING
+    assert services.sweeps_resume_stalled(stalled_for=10) == 0  # answered just now
+    Question.objects.filter(pk=q.pk).update(answered_at=timezone.now() - timedelta(seconds=30))
+    Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=60))
+    assert services.sweeps_resume_stalled(stalled_for=10) == 1
+    assert watchdog["sent"] == [(tasks.resume_question.name, (q.pk,))]
+
+
+def test_the_queue_length_is_read_from_the_broker(fs_lab):
+    assert services._queued_messages() == 0
+    for pk in (10**9, 10**9 + 1, 10**9 + 2):  # no such chunks: nobody runs them
+        tasks.run_chunk.apply_async((pk,))
+    assert services._queued_messages() == 3
+    with private_broker(f"redis://127.0.0.1:{_faults.free_port()}/0", {}, {}):
+        assert services._queued_messages() is None
+
+
+@pytest.mark.services
+def test_the_queue_length_is_read_from_redis(redis_lab):
+    assert services._queued_messages() == 0
+    tasks.run_chunk.apply_async((10**9,))
+    assert services._queued_messages() == 1
+    assert str(app.conf.broker_url) == redis_lab.redis.url
+
+
+def test_the_workers_watchdog_round_survives_a_database_that_is_down(monkeypatch):
+    from sweepsite import celery as celery_module
+
+    def down(**kw: Any) -> int:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(services, "sweeps_resume_stalled", down)
+    assert celery_module.watchdog_round(5.0) == 0
+
+
+def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings):
+    """The command's wait loop runs the watchdog for its sweep: a launch whose messages were all
+    lost still finishes (the fake watchdog plays the missing chunks in process, as workers would)."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.SWEEPSITE_STALL_SECONDS = 0.1
+    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)  # every message lost
+    calls: list[dict[str, Any]] = []
+
+    def resume_stalled(**kw: Any) -> int:
+        calls.append(kw)
+        missing = list(Chunk.objects.filter(sweep_id=kw["sweep_id"], stored=False).values_list("pk", flat=True))
+        return sum(services.chunk_run(chunk_id=pk) for pk in missing)
+
+    monkeypatch.setattr(services, "sweeps_resume_stalled", resume_stalled)
+    out = StringIO()
+    call_command("sweep", "sweep", "--design", "markers", "--tracker", "keyed", "--depth", "1", "--timeout", "60",
+                 stdout=out, stderr=StringIO())
+    sweep = Sweep.objects.get()
+    assert calls and calls[0] == {"stalled_for": 0.1, "sweep_id": sweep.pk}
+    assert sweep.status == Sweep.Status.DONE and "markers" in out.getvalue()
