@@ -16,6 +16,7 @@ Rules:
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -82,7 +83,7 @@ def parse(raw: bytes | str, source: str) -> Job:
     if len(raw) > MAX_BYTES:
         raise JobError(f"{source}: file: larger than {MAX_BYTES} bytes")
     try:
-        data = json.loads(raw, parse_constant=_no_constant)
+        data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, 5,000-digit numbers
         raise JobError(f"{source}: file: not valid JSON ({e})") from None
     return _Checker(source).job(data)
@@ -90,6 +91,13 @@ def parse(raw: bytes | str, source: str) -> Job:
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large for a number")
+    return value
 
 
 class _Checker:

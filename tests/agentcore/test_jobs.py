@@ -117,3 +117,5 @@ def test_nan_and_huge_numbers_are_errors_not_crashes():
         parse('{"name": NaN}', "j")
     with pytest.raises(JobError, match="not valid JSON"):
         parse('{"name": ' + "9" * 5000 + "}", "j")
+    with pytest.raises(JobError, match="too large"):
+        parse('{"name": 1e400}', "j")
