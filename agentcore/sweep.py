@@ -355,6 +355,10 @@ def _worker_chunk(chunk: Chunk) -> ChunkResult:
     return run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
 
 
+def _worker_indexed(item: tuple[int, Chunk]) -> tuple[int, ChunkResult]:
+    return item[0], _worker_chunk(item[1])
+
+
 def plan_chunks(configs: list[Config], workdir: str) -> list[Chunk]:
     chunks = []
     for i, cfg in enumerate(configs):
@@ -377,9 +381,18 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
             return
         _CONFIGS[:] = configs
         _OPTIONS.update(base=base, depth=depth, collect=collect)
+        # Early first points have the longest restarts: hand those out first, so that no worker
+        # is left with a big chunk at the end; results are put back in the chunks' order.
+        order = sorted(range(len(chunks)), key=lambda i: chunks[i].first)
+        done: dict[int, ChunkResult] = {}
+        following = 0
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:
-            yield from pool.imap(_worker_chunk, chunks, chunksize=1)
+            for i, res in pool.imap_unordered(_worker_indexed, [(i, chunks[i]) for i in order], chunksize=1):
+                done[i] = res
+                while following in done:
+                    yield done.pop(following)
+                    following += 1
 
 
 @dataclass(slots=True)
