@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from agentcore import designs, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
 from agentcore.jobs import JobError
+from agentcore.world import MODES
 
 
 class Progress:
@@ -58,13 +59,13 @@ def positive(text: str) -> int:
     return n
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
-    sub = p.add_subparsers(dest="command", required=True)
+def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
+                       workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
+    """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
 
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--format", choices=report.FORMATS, default="text")
-        s.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
+        s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
         s.add_argument("--depth", type=int, choices=(1, 2), default=2, help="crash once, or once and again")
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
 
@@ -74,10 +75,17 @@ def parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sweep", help="sweep one configuration and print its row")
     s.add_argument("--job", default="triage", help="a job file, or 'triage'")
     s.add_argument("--design", required=True, choices=list(designs.DESIGNS))
-    s.add_argument("--tracker", required=True, choices=["keyed", "keyless", "lookup"])
+    s.add_argument("--tracker", required=True, choices=list(MODES))
     s.add_argument("--runs", type=positive, default=1, help="job runs in sequence against one tracker")
     s.add_argument("--bug", action="append", default=[], choices=designs.BUGS, help="plant a bug (tests)")
     common(s)
+    return [t, s]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_sweep_commands(sub)
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
     k.add_argument("call_id")

@@ -37,7 +37,7 @@ from typing import Any
 
 from agentcore import designs
 from agentcore.checkpoint import FileCheckpoint
-from agentcore.crash import Crash, CrashPlan, Kind
+from agentcore.crash import Crash, CrashPlan
 from agentcore.designs import Design
 from agentcore.jobs import Job
 from agentcore.loop import Loop, ToolGaveUp
@@ -424,4 +424,4 @@ def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:
         yield from recs
 
 
-__all__ = ["Config", "TABLE", "Kind", "play", "points", "sweep", "run_chunk", "resume", "table_configs"]
+__all__ = ["Config", "TABLE", "play", "points", "sweep", "run_chunk", "resume", "table_configs"]

@@ -170,8 +170,8 @@ class Person(Protocol):
     def approve(self, request_id: str, call: Call) -> bool: ...
 
 
-class ScriptedPerson:
-    __slots__ = ("tracker", "asks", "prompts", "decisions")
+class _Approver:
+    """Approves gated calls, deciding once per request ID (a repeat gets the same decision)."""
 
     def __init__(self, tracker: Tracker) -> None:
         self.tracker = tracker
@@ -179,16 +179,20 @@ class ScriptedPerson:
         self.prompts = 0
         self.decisions: dict[str, bool] = {}
 
-    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
-        """The call's answer if it happened (read off the tracker), else None."""
-        self.asks += 1
-        return self.tracker.find(origin)
-
     def approve(self, request_id: str, call: Call) -> bool:
         if request_id not in self.decisions:
             self.prompts += 1
             self.decisions[request_id] = True
         return self.decisions[request_id]
+
+
+class ScriptedPerson(_Approver):
+    """A person who looks at the tracker and answers at once, truthfully."""
+
+    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
+        """The call's answer if it happened (read off the tracker), else None."""
+        self.asks += 1
+        return self.tracker.find(origin)
 
 
 class Suspended(Exception):
@@ -199,7 +203,7 @@ class Suspended(Exception):
         self.question = question
 
 
-class QueuePerson:
+class QueuePerson(_Approver):
     """A person reached through a queue: unanswered questions suspend the scenario.
 
     `answers` maps a question ID to True (it happened) or False (it did not), as the person said.
@@ -209,11 +213,8 @@ class QueuePerson:
     """
 
     def __init__(self, tracker: Tracker, answers: dict[str, bool] | None = None) -> None:
-        self.tracker = tracker
+        super().__init__(tracker)
         self.answers = dict(answers or {})
-        self.asks = 0
-        self.prompts = 0
-        self.decisions: dict[str, bool] = {}
 
     def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
         qid = question_id(origin)
@@ -224,12 +225,6 @@ class QueuePerson:
         if not self.answers[qid]:
             return None
         return self.tracker.find(origin) or {"confirmed": True}
-
-    def approve(self, request_id: str, call: Call) -> bool:
-        if request_id not in self.decisions:
-            self.prompts += 1
-            self.decisions[request_id] = True
-        return self.decisions[request_id]
 
 
 def question_id(origin: Origin) -> str:

@@ -1,3 +1,5 @@
+import hashlib
+
 from agentcore.keys import key, new_run_id
 
 
@@ -15,9 +17,10 @@ def test_length_prefixes_keep_the_collision_pair_apart():
 
 
 def test_utf8_length_is_in_bytes():
-    # "é" is 2 bytes: a character count would make these two collide.
-    assert key("é", "x") != key("ée"[:1], "xx")
-    assert len(key("é", "x")) == 32
+    # "é" is 2 bytes in UTF-8: the prefix must say 2, where a character count would say 1.
+    expected = hashlib.sha256("2:é1:x".encode()).digest()[:16].hex()
+    assert key("é", "x") == expected
+    assert key("é", "x") != hashlib.sha256("1:é1:x".encode()).digest()[:16].hex()
 
 
 def test_run_ids_are_fresh():

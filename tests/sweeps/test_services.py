@@ -11,6 +11,7 @@ from agentcore import sweep as agentsweep
 from agentcore.checkpoint import CheckpointError
 from sweeps import selectors, services, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from tests.sweeps._web import record_enqueued, sent_chunk_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -22,10 +23,7 @@ LOOP = [{"name": "loop, keyed", "design": "loop", "tracker": "keyed"}]
 @pytest.fixture
 def enqueued(monkeypatch):
     """What the services publish, recorded instead of sent: [(task name, args), ...]."""
-    sent = []
-    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
-        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: sent.append((_n, args)))
-    return sent
+    return record_enqueued(monkeypatch)
 
 
 @pytest.fixture
@@ -50,14 +48,7 @@ def chunk_ids(sweep):
     return list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
 
 
-def sent_chunks(sent):
-    out = []
-    for name, args in sent:
-        if name == tasks.run_chunk.name:
-            out.append(args[0])
-        elif name == tasks.run_chunks.name:
-            out.extend(args[0])
-    return out
+sent_chunks = sent_chunk_ids
 
 
 def waiting_sweep():

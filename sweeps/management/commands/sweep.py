@@ -26,11 +26,10 @@ from django.db import DatabaseError
 from kombu.exceptions import KombuError
 from tqdm import tqdm
 
-from agentcore import designs, jobs, report
-from agentcore.__main__ import positive
+from agentcore import jobs, report
+from agentcore.__main__ import add_sweep_commands
 from agentcore.checkpoint import CheckpointError
 from agentcore.records import ScenarioRecord
-from agentcore.world import MODES
 from sweeps import selectors, services, tasks
 from sweeps.models import Chunk, Scenario, Sweep
 
@@ -50,26 +49,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="command", required=True)
-
-        def common(s: argparse.ArgumentParser) -> None:
-            s.add_argument("--format", choices=report.FORMATS, default="text")
-            s.add_argument("--workers", type=positive, default=None,
-                           help="start N workers for this sweep (default: use the workers already running)")
-            s.add_argument("--depth", type=int, choices=(1, 2), default=2, help="crash once, or once and again")
-            s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
-            s.add_argument("--timeout", type=seconds, default=None,
-                           help="give up waiting after this many seconds (the sweep goes on)")
-
-        t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
-        t.add_argument("--job", default="triage", help="a job file (default: the built-in triage job)")
-        common(t)
-        s = sub.add_parser("sweep", help="sweep one configuration and print its row")
-        s.add_argument("--job", default="triage", help="a job file, or 'triage'")
-        s.add_argument("--design", required=True, choices=list(designs.DESIGNS))
-        s.add_argument("--tracker", required=True, choices=list(MODES))
-        s.add_argument("--runs", type=positive, default=1, help="job runs in sequence against one tracker")
-        s.add_argument("--bug", action="append", default=[], choices=designs.BUGS, help="plant a bug (tests)")
-        common(s)
+        for command in add_sweep_commands(
+                sub, workers_default=None,
+                workers_help="start N workers for this sweep (default: use the workers already running)"):
+            command.add_argument("--timeout", type=seconds, default=None,
+                                 help="give up waiting after this many seconds (the sweep goes on)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = self._job(options["job"])
