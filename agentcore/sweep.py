@@ -194,7 +194,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
         if store.pending is not None:
             files[name + ".tmp"] = store.pending.decode()
         state = durable(0, [], files)
-        kind, text = restart_hook.points[-1] if restart_hook.points else ("", "")
+        text = restart_hook.points[-1][1] if restart_hook.points else ""
         state["crash"] = f"crash at point {restart_hook.count} of this process: {text}"
         restarts.append(state)
 

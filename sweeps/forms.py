@@ -7,7 +7,6 @@ page), never an exception deeper down.
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from importlib import resources
 from typing import Any
@@ -50,7 +49,8 @@ def unstorable(value: Any, where: str = "file") -> str | None:
     """What in a parsed job no database can store or no page can show, or None.
 
     A NUL character (PostgreSQL text and jsonb refuse it), a lone surrogate (not UTF-8: neither
-    database nor page can encode it), NaN or an infinity (not JSON: PostgreSQL's jsonb refuses it).
+    database nor page can encode it). NaN and infinities never get here: agentcore's job parser
+    refuses them.
     The job's nesting is bounded (agentcore.jobs.MAX_DEPTH), so the recursion is too."""
     if isinstance(value, str):
         if "\x00" in value:
@@ -59,8 +59,6 @@ def unstorable(value: Any, where: str = "file") -> str | None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             return f"{where}: contains a lone surrogate (not UTF-8 text)"
-    elif isinstance(value, float) and not math.isfinite(value):
-        return f"{where}: {value} is not a JSON number"
     elif isinstance(value, dict):
         for k, v in value.items():
             problem = unstorable(k, f"{where} (a key)") or unstorable(v, f"{where}.{k}" if where != "file" else k)
