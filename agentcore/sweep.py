@@ -17,8 +17,9 @@ Rules:
 - Scenarios are independent, so the work splits into chunks, one per first point (the once
   scenario and its twice scenarios), which worker processes run in parallel; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
-- Checkpoints live in a RAM-backed temp dir when there is one, without fsync (a crash here is a
-  killed process; the page cache outlives it).
+- Checkpoint files live in memory (checkpoint.MemoryFiles: a crash here is a killed process, and
+  what it wrote outlives it, as the page cache would), or with `disk="files"` in real files in a
+  RAM-backed temp dir when there is one, without fsync. Both give the same records.
 - A question for a queue person suspends a scenario: its durable state (checkpoint files, world,
   what is left of the crash plan) is returned so that the dashboard can store it and resume the
   scenario once the person answers. The wait is a restart: the resumed process starts from the
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcore import designs
-from agentcore.checkpoint import FileCheckpoint
+from agentcore.checkpoint import FileCheckpoint, Files, MemoryFiles, OsFiles
 from agentcore.crash import Crash, CrashPlan
 from agentcore.designs import Design
 from agentcore.jobs import Job
@@ -45,6 +46,7 @@ from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.world import QueuePerson, ScriptedModel, ScriptedPerson, Suspended, ToolServer, Tracker
 
 PERSONS = ("scripted", "queue")
+DISKS = ("memory", "files")
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -111,37 +113,41 @@ class Played:
     restarts: list[dict[str, Any]] | None = None  # the durable state at each point of process 2
 
 
-def _files(paths: list[str]) -> dict[str, str]:
+def _files(files: Files, paths: list[str]) -> dict[str, str]:
     out = {}
     for p in paths:
-        try:
-            with open(p) as f:
-                out[os.path.basename(p)] = f.read()
-        except FileNotFoundError:
-            pass
+        for f in (p, p + ".tmp"):
+            raw = files.read(f)
+            if raw is not None:
+                out[os.path.basename(f)] = raw.decode()
     return out
 
 
-def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False, collect: bool = False,
-         resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None,
+def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record: bool = False,
+         collect: bool = False, resume: dict[str, Any] | None = None, answers: dict[str, bool] | None = None,
          capture: bool = False) -> Played:
     """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
 
-    `resume` continues from a durable state (a waiting scenario, or a noted restart state); with
-    `capture`, the second process notes the durable state at each of its points in
-    `Played.restarts`, from which the twice scenarios start their last process.
+    The checkpoint files are in memory, or in `workdir` when one is given. `resume` continues from
+    a durable state (a waiting scenario, or a noted restart state); with `capture`, the second
+    process notes the durable state at each of its points in `Played.restarts`, from which the
+    twice scenarios start their last process.
     """
-    paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
+    disk: Files
+    if workdir is None:
+        disk = MemoryFiles()
+        paths = [f"run-{i + 1}.json" for i in range(cfg.runs)]
+    else:
+        disk = OsFiles(fsync=False)
+        paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
     files = resume["files"] if resume is not None else {}
     for p in paths:  # the files a crash would have left, and no others
         name = os.path.basename(p)
         for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
             if text is not None:
-                fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                os.write(fd, text.encode())
-                os.close(fd)
-            elif os.path.lexists(f):
-                os.remove(f)
+                disk.write(f, text.encode())
+            elif workdir is not None:
+                disk.remove(f)
     log: list[tuple[str, str]] | None = [] if collect else None
     timeline: list[dict[str, Any]] = []
     if resume is None:
@@ -175,7 +181,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
             "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
             "model_calls": model.calls, "answers": dict(getattr(person, "answers", {})), "asks": person.asks,
             "prompts": person.prompts, "decisions": dict(person.decisions),
-            "files": _files(paths) if files is None else files,
+            "files": _files(disk, paths) if files is None else files,
             "seq": seq, "counted": counted_now, "plan": rest,
             "timeline": timeline + [{"kind": k, "text": t} for k, t in log] if log is not None else [],
         }
@@ -216,7 +222,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str, record: bool = False,
         processes.append(hook)
         try:
             while seq < cfg.runs:
-                store = FileCheckpoint(paths[seq], fsync=False, hook=hook)
+                store = FileCheckpoint(paths[seq], hook=hook, files=disk)
                 run_id = "run-1" if cfg.design.reuse_run_id else f"run-{seq + 1}"
                 try:
                     Loop(cfg.design, cfg.job, store, server, model, person, hook, run_id, seq, log).run()
@@ -268,7 +274,7 @@ def _record(cfg: Config, p: Played, first: tuple[int, str, str], second: tuple[i
     )
 
 
-def points(cfg: Config, workdir: str) -> list[tuple[str, str]]:
+def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
     """The crash points of the uninterrupted run, in order, as (kind, label)."""
     p = play(cfg, (), workdir, record=True)
     if p.status != "done":
@@ -298,7 +304,7 @@ class ChunkResult:
     waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
 
-def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str, collect: bool = False) -> ChunkResult:
+def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False) -> ChunkResult:
     first = (chunk.first, chunk.kind, chunk.label)
     once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, capture=depth == 2)
     out = ChunkResult(chunk.config, chunk.first, [_record(cfg, once, first, None)], once.saves)
@@ -320,7 +326,7 @@ def _keep_waiting(out: ChunkResult, p: Played) -> None:
 
 
 def resume(cfg: Config, durable: dict[str, Any], answers: dict[str, bool], first: tuple[int, str, str],
-           second: tuple[int, str, str] | None, workdir: str) -> tuple[ScenarioRecord, Played]:
+           second: tuple[int, str, str] | None, workdir: str | None = None) -> tuple[ScenarioRecord, Played]:
     """Continue a waiting scenario from its durable state with the person's answers."""
     p = play(cfg, tuple(durable["plan"]), workdir, collect=True, resume=durable, answers=answers)
     return _record(cfg, p, first, second), p
@@ -331,17 +337,24 @@ def ram_dir() -> str | None:
     return d if os.path.isdir(d) and os.access(d, os.W_OK) else None
 
 
+def _check_disk(disk: str) -> None:
+    if disk not in DISKS:
+        raise ValueError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
+
+
 class Workdir:
-    """A temp dir for checkpoint files (RAM-backed when possible), removed on exit."""
+    """For disk="files": a temp dir for checkpoint files (RAM-backed when possible), removed on
+    exit. For "memory", no dir (None)."""
 
-    def __init__(self) -> None:
-        self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir())
+    def __init__(self, disk: str = "files") -> None:
+        self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir()) if disk == "files" else None
 
-    def __enter__(self) -> str:
+    def __enter__(self) -> str | None:
         return self.path
 
     def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 _CONFIGS: list[Config] = []
@@ -350,8 +363,10 @@ _OPTIONS: dict[str, Any] = {}
 
 def _worker_chunk(chunk: Chunk) -> ChunkResult:
     base = _OPTIONS["base"]
-    d = os.path.join(base, f"w{os.getpid()}")
-    os.makedirs(d, exist_ok=True)
+    d = None
+    if base is not None:
+        d = os.path.join(base, f"w{os.getpid()}")
+        os.makedirs(d, exist_ok=True)
     return run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
 
 
@@ -359,7 +374,7 @@ def _worker_indexed(item: tuple[int, Chunk]) -> tuple[int, ChunkResult]:
     return item[0], _worker_chunk(item[1])
 
 
-def plan_chunks(configs: list[Config], workdir: str) -> list[Chunk]:
+def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk]:
     chunks = []
     for i, cfg in enumerate(configs):
         for n, (kind, label) in enumerate(points(cfg, workdir), 1):
@@ -368,13 +383,14 @@ def plan_chunks(configs: list[Config], workdir: str) -> list[Chunk]:
 
 
 def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
-               collect: bool = False) -> Iterator[ChunkResult]:
+               collect: bool = False, disk: str = "memory") -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order."""
     if depth not in (1, 2):
         raise ValueError(f"depth must be 1 or 2, not {depth}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
-    with Workdir() as base:
+    _check_disk(disk)
+    with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
                 yield run_chunk(configs[c.config], c, depth, base, collect)
@@ -404,13 +420,15 @@ class SweepResult:
 
 
 def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
-          progress: Callable[[int, int], None] | None = None) -> SweepResult:
-    """Sweep configurations; one table row per configuration."""
-    with Workdir() as d:
+          progress: Callable[[int, int], None] | None = None, disk: str = "memory") -> SweepResult:
+    """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
+    live, "memory" or (real) "files"."""
+    _check_disk(disk)
+    with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]
     saves = 0
-    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect), 1):
+    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk), 1):
         records[res.config].extend(res.records)
         saves += res.saves
         if progress is not None:

@@ -21,13 +21,9 @@ Rules:
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import logging
 import math
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -63,10 +59,10 @@ MAX_NAME = 200
 # A chunk started this many times without being stored (killed workers, a chunk that kills its
 # process) fails its sweep with a message instead of being redelivered forever.
 MAX_CHUNK_ATTEMPTS = 5
-# Chunks per task message: a chunk takes ~12 ms to play; up to 8 per message keep the broker's
-# round trip and the worker's per-task database connection a small share of the work, while a
-# sweep still makes at least 32 messages so that workers share it evenly and finish together.
-# Each chunk is still stored (and counted as progress) on its own.
+# Chunks per task message: a chunk takes a few ms to play; up to 8 per message keep the broker's
+# round trip, the worker's per-task database connection and the store's transaction a small share
+# of the work, while a sweep still makes at least 32 messages so that workers share it evenly and
+# finish together. A message's chunks are stored together (one transaction).
 MAX_CHUNKS_PER_TASK = 8
 MIN_MESSAGES = 32
 
@@ -116,35 +112,6 @@ def agent_configs(sweep: Sweep) -> tuple[agentsweep.Config, ...]:
 
 def agent_config(sweep: Sweep, index: int) -> agentsweep.Config:
     return agent_configs(sweep)[index]
-
-
-_WORKDIR: tuple[int, str] | None = None
-
-
-def _workdir() -> str:
-    """A checkpoint folder private to this process (RAM-backed when possible)."""
-    global _WORKDIR
-    if _WORKDIR is None or _WORKDIR[0] != os.getpid() or not os.path.isdir(_WORKDIR[1]):
-        _remove_stale_workdirs()
-        path = tempfile.mkdtemp(prefix=f"sweepsite-{os.getpid()}-", dir=agentsweep.ram_dir())
-        atexit.register(shutil.rmtree, path, True)
-        _WORKDIR = (os.getpid(), path)
-    return _WORKDIR[1]
-
-
-def _remove_stale_workdirs() -> None:
-    """Folders left by killed processes (a SIGKILLed worker runs no exit handler)."""
-    base = agentsweep.ram_dir() or tempfile.gettempdir()
-    for name in os.listdir(base):
-        parts = name.split("-")
-        if len(parts) < 3 or parts[0] != "sweepsite" or not parts[1].isdigit():
-            continue
-        try:
-            os.kill(int(parts[1]), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(base, name), ignore_errors=True)
-        except OSError:
-            pass
 
 
 # --- launching -------------------------------------------------------------------------------
@@ -204,17 +171,16 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
     plan: list[agentsweep.Chunk] = []
-    with agentsweep.Workdir() as d:
-        for i, cfg in enumerate(cfgs):
-            try:
-                pts = agentsweep.points(replace(cfg, person="scripted"), d)
-            except ValueError as e:
-                raise ValidationError(str(e), code="job") from None
-            plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
-            if len(plan) > MAX_CHUNKS:
-                raise ValidationError(
-                    f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
-                    f"or a smaller job", code="too_big")
+    for i, cfg in enumerate(cfgs):
+        try:
+            pts = agentsweep.points(replace(cfg, person="scripted"))
+        except ValueError as e:
+            raise ValidationError(str(e), code="job") from None
+        plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
+        if len(plan) > MAX_CHUNKS:
+            raise ValidationError(
+                f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
+                f"or a smaller job", code="too_big")
 
     try:
         with transaction.atomic():
@@ -230,7 +196,10 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             ids = [c.pk for c in chunks]
             if None in ids:  # a backend that does not return keys from bulk inserts
                 ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
-            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=ids))
+            # Heaviest first: an early first point has a long restart, so many twice scenarios.
+            npoints = {c.config: c.first for c in plan}
+            heavy = [pk for _, pk in sorted(zip((c.first - npoints[c.config] for c in plan), ids, strict=True))]
+            transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=heavy))
     except IntegrityError:
         if request_token is not None:  # two submits raced: the other one stored it
             existing = Sweep.objects.filter(request_token=request_token).first()
@@ -242,7 +211,8 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
 
 def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
              fail_sweep: bool = True) -> None:
-    """Publish the tasks (called on commit), a few chunks per message.
+    """Publish the tasks (called on commit), a few chunks per message (`chunk_ids` best heaviest
+    first).
 
     A broker that cannot be reached leaves no sweep "running" forever: a launch or resume fails
     the sweep with a message saying so (and `sweep_resume` enqueues again once it is back), an
@@ -251,10 +221,17 @@ def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Seque
     from sweeps import tasks
 
     per_task = max(1, min(MAX_CHUNKS_PER_TASK, len(chunk_ids) // MIN_MESSAGES))
+    # Chunks are dealt out like cards, to and fro (given heaviest first, every message gets a like
+    # share of the work, so workers finish together); each message runs its chunks in ID order.
+    messages = math.ceil(len(chunk_ids) / per_task)
+    hands: list[list[int]] = [[] for _ in range(messages)]
+    for n, pk in enumerate(chunk_ids):
+        turn, seat = divmod(n, messages)
+        hands[seat if turn % 2 == 0 else messages - 1 - seat].append(pk)
     try:
         with tasks.app.producer_or_acquire() as producer:
-            for i in range(0, len(chunk_ids), per_task):
-                batch = list(chunk_ids[i:i + per_task])
+            for hand in hands:
+                batch = sorted(hand)
                 if len(batch) == 1:
                     tasks.run_chunk.apply_async((batch[0],), producer=producer)
                 else:
@@ -310,15 +287,26 @@ def _insert_scenarios(rows: list[dict[str, Any]]) -> None:
         cur.executemany(sql, params)
 
 
-def _claim(chunk_id: int) -> tuple[int, int, int, str, str, int] | None:
-    """Count an attempt at an unstored chunk and read it, in one statement; None if stored or gone."""
+_CLAIMED = "id, sweep_id, config, first_point, kind, label, attempts"
+
+
+def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[tuple[int, int, int, int, str, str, int]]:
+    """Count an attempt at each unstored chunk and read it, in one statement (in `chunk_ids`'
+    order); with `fresh`, only if none of them was started before (else nothing is claimed)."""
     conn = transaction.get_connection()
-    qn = conn.ops.quote_name
+    table = conn.ops.quote_name(Chunk._meta.db_table)
+    ids = list(chunk_ids)
+    marks = ", ".join(["%s"] * len(ids))
     with conn.cursor() as cur:
-        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET attempts = attempts + 1 WHERE id = %s AND stored = %s "
-                    "RETURNING sweep_id, config, first_point, kind, label, attempts", [chunk_id, False])
-        row = cur.fetchone()
-    return tuple(row) if row else None  # type: ignore[return-value]
+        if fresh:
+            cur.execute(f"SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0 LIMIT 1",
+                        [*ids, False])
+            if cur.fetchone() is not None:
+                return []
+        cur.execute(f"UPDATE {table} SET attempts = attempts + 1 WHERE id IN ({marks}) AND stored = %s "
+                    f"RETURNING {_CLAIMED}", [*ids, False])
+        rows = {r[0]: tuple(r) for r in cur.fetchall()}
+    return [rows[i] for i in ids if i in rows]  # type: ignore[misc]
 
 
 def _truth(question: dict[str, Any], durable: dict[str, Any]) -> bool:
@@ -357,41 +345,68 @@ def chunk_run(*, chunk_id: int) -> bool:
 
     Round trips: one UPDATE counting the attempt, one read of the sweep, one transaction
     (conditional UPDATE + one multi-row INSERT), one read of what is left."""
-    claimed = _claim(chunk_id)
-    if claimed is None:
-        return False
-    sweep_id, config, first_point, kind, label, attempts = claimed
-    if attempts > MAX_CHUNK_ATTEMPTS:
-        chunk_failed(chunk_id=chunk_id, error=f"started {attempts} times without being stored")
-        return False
-    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").get(pk=sweep_id)
-    cfg = agent_config(sweep, config)
-    # Timelines are kept only for waiting scenarios (their page needs them while they wait); any
-    # other scenario's timeline is replayed on demand (scenario_timeline): sweeps are deterministic.
-    result = agentsweep.run_chunk(cfg, agentsweep.Chunk(config, first_point, kind, label), sweep.depth, _workdir(),
-                                  collect=sweep.person == Sweep.Person.QUEUE)
-    waiting = {i for i, _, _ in result.waiting}
-    rows = [_scenario_values(sweep_id, config, r, i in waiting) for i, r in enumerate(result.records)]
-    with transaction.atomic():
-        if not _mark_stored(chunk_id, len(rows), result.saves):  # another worker stored it first
-            transaction.set_rollback(True)
-            return False
-        _insert_scenarios(rows)
-        if result.waiting:
-            ids = dict(Scenario.objects.filter(sweep_id=sweep_id, config=config, first_point=first_point)
-                       .values_list("second_point", "pk"))
-            Question.objects.bulk_create(
-                [_question(sweep_id, ids[result.records[i].second_point or 0], q, d) for i, q, d in result.waiting],
-                ignore_conflicts=True)
-    if not _unstored(sweep_id):
-        sweep_finalize(sweep_id=sweep_id)
-    return True
+    claimed = _claim([chunk_id])
+    return bool(claimed) and _run_and_store(claimed) == 1
 
 
 def chunks_run(*, chunk_ids: Sequence[int]) -> int:
-    """Run several chunks one after another, each stored in its own transaction (a task carries a
-    few chunks: fewer broker round trips). How many were stored by this call."""
+    """Run a task's few chunks and store them together: the same four round trips for all of
+    them. How many were stored by this call.
+
+    A redelivered message (one of its chunks was started before: its worker died, or it failed)
+    goes one chunk at a time instead, each claimed just before it runs and stored on its own, so
+    that only a chunk that kills its process counts attempts toward MAX_CHUNK_ATTEMPTS."""
+    claimed = _claim(chunk_ids, fresh=True)
+    if claimed:
+        return _run_and_store(claimed)
     return sum(chunk_run(chunk_id=c) for c in chunk_ids)
+
+
+def _run_and_store(claimed: list[tuple[int, int, int, int, str, str, int]]) -> int:
+    """Play claimed chunks (of one sweep) in order and store them in one transaction. A chunk
+    that raises stores the ones played before it, then the error goes up (the task's failure
+    handler takes the first unstored chunk for the one that failed)."""
+    sweep_id = claimed[0][1]
+    assert all(c[1] == sweep_id for c in claimed), "a task's chunks belong to one sweep"
+    over = [c for c in claimed if c[6] > MAX_CHUNK_ATTEMPTS]
+    if over:
+        chunk_failed(chunk_id=over[0][0], error=f"started {over[0][6]} times without being stored")
+        return 0
+    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").get(pk=sweep_id)
+    played: list[tuple[int, agentsweep.ChunkResult]] = []
+    try:
+        for chunk_id, _, config, first_point, kind, label, _ in claimed:
+            # Timelines are kept only for waiting scenarios (their page needs them while they
+            # wait); any other scenario's timeline is replayed on demand (scenario_timeline).
+            played.append((chunk_id, agentsweep.run_chunk(
+                agent_config(sweep, config), agentsweep.Chunk(config, first_point, kind, label), sweep.depth,
+                collect=sweep.person == Sweep.Person.QUEUE)))
+    finally:
+        stored = _store(sweep_id, played) if played else 0
+    if stored and not _unstored(sweep_id):
+        sweep_finalize(sweep_id=sweep_id)
+    return stored
+
+
+def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> int:
+    """One transaction: each chunk's conditional UPDATE (a chunk another worker stored first is
+    left out), then one INSERT of every row of the chunks won, then their questions."""
+    with transaction.atomic():
+        won = [(c, res) for c, res in played if _mark_stored(c, len(res.records), res.saves)]
+        rows = []
+        for _, res in won:
+            waiting = {i for i, _, _ in res.waiting}
+            rows += [_scenario_values(sweep_id, res.config, r, i in waiting) for i, r in enumerate(res.records)]
+        if rows:
+            _insert_scenarios(rows)
+        for _, res in won:
+            if res.waiting:
+                ids = dict(Scenario.objects.filter(sweep_id=sweep_id, config=res.config, first_point=res.first)
+                           .values_list("second_point", "pk"))
+                Question.objects.bulk_create(
+                    [_question(sweep_id, ids[res.records[i].second_point or 0], q, d) for i, q, d in res.waiting],
+                    ignore_conflicts=True)
+    return len(won)
 
 
 def chunk_failed(*, chunk_id: int, error: str) -> None:
@@ -617,7 +632,7 @@ def question_resume(*, question_id: int) -> bool:
     try:
         durable = check_durable(q.durable, name)
         record, played = agentsweep.resume(agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)},
-                                           *_points(sc), _workdir())
+                                           *_points(sc))
     except (CheckpointError, KeyError, TypeError, ValueError, AttributeError) as e:
         err = e if isinstance(e, CheckpointError) else CheckpointError(f"{name}: stored durable state is unusable "
                                                                         f"({type(e).__name__}: {e})")
@@ -667,5 +682,5 @@ def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, 
     cfg = agent_config(sc.sweep, sc.config)
     plan = (sc.first_point, sc.second_point) if sc.second_point else (sc.first_point,)
     answers = {qid: bool(a) for qid, a in sc.questions.filter(answer__isnull=False).values_list("qid", "answer")}
-    played = agentsweep.play(cfg, plan, _workdir(), collect=True, answers=answers or None)
+    played = agentsweep.play(cfg, plan, collect=True, answers=answers or None)
     return played.timeline or [], played.effects or []

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from agentcore.checkpoint import CheckpointError, FileCheckpoint
+from agentcore.checkpoint import CheckpointError, FileCheckpoint, MemoryFiles
 from agentcore.crash import Crash, CrashPlan, Kind
 
 STATE = {"run_id": "run-1", "done": False, "turns": []}
@@ -66,3 +66,31 @@ def test_fsync_setting_syncs_file_and_folder(tmp_path, monkeypatch):
     calls.clear()
     FileCheckpoint(str(tmp_path / "d.json"), fsync=False).save(STATE, "start")
     assert calls == []
+
+
+def test_memory_files_keep_the_old_state_on_a_crash_between_write_and_rename():
+    files = MemoryFiles()
+    FileCheckpoint("c.json", files=files).save(STATE, "start")
+    with pytest.raises(Crash):
+        FileCheckpoint("c.json", hook=CrashPlan(crash_at=1), files=files).save({**STATE, "done": True}, "final")
+    assert set(files.data) == {"c.json", "c.json.tmp"}
+    assert FileCheckpoint("c.json", files=files).load() == STATE
+    assert set(files.data) == {"c.json"}  # the leftover temp file is removed on load
+
+
+def test_memory_files_hold_the_same_bytes_as_real_files(tmp_path):
+    files = MemoryFiles()
+    FileCheckpoint("c.json", files=files).save(STATE, "start")
+    FileCheckpoint(str(tmp_path / "c.json"), fsync=False).save(STATE, "start")
+    assert files.data["c.json"] == (tmp_path / "c.json").read_bytes()
+
+
+def test_a_corrupt_checkpoint_in_memory_names_it():
+    files = MemoryFiles({"run-1.json": b'{"run_id": "run-1", "tu'})
+    with pytest.raises(CheckpointError, match="run-1.json: corrupt"):
+        FileCheckpoint("run-1.json", files=files).load()
+
+
+def test_renaming_a_missing_temp_file_is_an_error_as_on_disk():
+    with pytest.raises(FileNotFoundError):
+        MemoryFiles().replace("c.json.tmp", "c.json")

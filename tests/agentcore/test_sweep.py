@@ -56,6 +56,19 @@ def test_two_workers_give_the_same_records(table):
     assert again.records == table.records
 
 
+def test_real_checkpoint_files_give_the_same_records_as_memory(table):
+    # The sweep keeps checkpoint files in memory by default; the same save code over real files
+    # (in a temp dir) must give every scenario the very same outcome.
+    on_disk = sweep(table_configs(TRIAGE), workers=2, disk="files")
+    assert on_disk.records == table.records
+    assert on_disk.saves == table.saves
+
+
+def test_an_unknown_disk_is_refused():
+    with pytest.raises(ValueError, match="unknown disk 'floppy'"):
+        sweep(table_configs(TRIAGE)[:1], disk="floppy")
+
+
 def test_same_sweep_twice_gives_the_same_records():
     cfg = [Config(TRIAGE, designs.get("markers"), "keyed")]
     a = sweep(cfg, collect=True)

@@ -86,8 +86,7 @@ def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(
     assert enqueued == []  # nothing is published before the commit
     for cb in callbacks:
         cb()
-    with agentsweep.Workdir() as d:
-        expected = agentsweep.plan_chunks(agentsweep.table_configs(jobs.load("triage")), d)
+    expected = agentsweep.plan_chunks(agentsweep.table_configs(jobs.load("triage")))
     assert sweep.total_chunks == len(expected) == Chunk.objects.filter(sweep=sweep).count()
     assert sorted(sent_chunks(enqueued)) == chunk_ids(sweep)
 
@@ -108,6 +107,72 @@ def test_chunk_run_twice_stores_once():
     chunk = Chunk.objects.get(pk=pk)
     assert Scenario.objects.filter(sweep=sweep).count() == rows == chunk.scenarios > 1
     assert chunk.stored and chunk.attempts == 1
+
+
+def _scenario_inserts(queries):
+    return [q for q in queries if f'INSERT INTO "{Scenario._meta.db_table}"' in q["sql"]]
+
+
+def test_a_task_s_chunks_are_stored_together():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    sweep = create(depth=2)
+    ids = chunk_ids(sweep)[:3]
+    with CaptureQueriesContext(connection) as ctx:
+        assert services.chunks_run(chunk_ids=ids) == 3
+    assert len(_scenario_inserts(ctx.captured_queries)) == 1  # one INSERT of all three chunks' rows
+    chunks = Chunk.objects.filter(pk__in=ids)
+    assert all(c.stored and c.attempts == 1 for c in chunks)
+    assert Scenario.objects.filter(sweep=sweep).count() == sum(c.scenarios for c in chunks) > 3
+
+
+def test_a_redelivered_task_runs_its_chunks_one_at_a_time():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    sweep = create(depth=2)
+    ids = chunk_ids(sweep)[:3]
+    Chunk.objects.filter(pk=ids[1]).update(attempts=1)  # started before by a worker that died
+    with CaptureQueriesContext(connection) as ctx:
+        assert services.chunks_run(chunk_ids=ids) == 3
+    assert len(_scenario_inserts(ctx.captured_queries)) == 3
+    # only the chunk started before counts a second attempt
+    assert dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "attempts")) == {ids[0]: 1, ids[1]: 2, ids[2]: 1}
+
+
+def test_a_chunk_that_raises_keeps_the_chunks_before_it_and_is_the_one_named(monkeypatch):
+    sweep = create(depth=2)
+    ids = chunk_ids(sweep)[:3]
+    bad = Chunk.objects.get(pk=ids[1])
+    real = agentsweep.run_chunk
+
+    def run_chunk(cfg, chunk, *args, **kw):
+        if chunk.first == bad.first_point:
+            raise RuntimeError("poisoned")
+        return real(cfg, chunk, *args, **kw)
+
+    monkeypatch.setattr(agentsweep, "run_chunk", run_chunk)
+    with pytest.raises(RuntimeError, match="poisoned"):
+        services.chunks_run(chunk_ids=ids)
+    assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
+        True, False, False]
+    services.chunks_failed(chunk_ids=ids, error="RuntimeError: poisoned")  # what the task's failure handler does
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.FAILED and f"chunk {bad.pk} " in sweep.error
+
+
+def test_messages_get_like_shares_of_the_work(enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        sweep = create(configs=services.table_configs_for(), depth=2)
+    messages = [args[0] for name, args in enqueued if name == tasks.run_chunks.name]
+    assert sorted(pk for m in messages for pk in m) == chunk_ids(sweep)
+    assert all(m == sorted(m) for m in messages)  # a message runs its chunks in ID order
+    # A chunk's work is its once scenario and the twice scenarios of its restart, which is longer
+    # the earlier the first point: the rows stored show it.
+    run_all(sweep)
+    work = dict(Chunk.objects.filter(sweep=sweep).values_list("pk", "scenarios"))
+    shares = [sum(work[pk] for pk in m) for m in messages]
+    assert len(messages) >= services.MIN_MESSAGES
+    assert max(shares) <= 1.15 * min(shares), shares
 
 
 def test_chunks_are_stored_as_agentcore_records():
