@@ -370,8 +370,16 @@ def _worker_chunk(chunk: Chunk) -> ChunkResult:
     return run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
 
 
-def _worker_indexed(item: tuple[int, Chunk]) -> tuple[int, ChunkResult]:
-    return item[0], _worker_chunk(item[1])
+_FIELDS = ScenarioRecord.__slots__
+
+
+def _worker_indexed(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
+    # Records travel back as plain tuples: pickling ten thousand dataclass instances field by
+    # field cost more than a tenth of a second on each side.
+    res = _worker_chunk(item[1])
+    rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
+    res.records = []
+    return item[0], res, rows
 
 
 def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk]:
@@ -404,7 +412,8 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
         following = 0
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:
-            for i, res in pool.imap_unordered(_worker_indexed, [(i, chunks[i]) for i in order], chunksize=1):
+            for i, res, rows in pool.imap_unordered(_worker_indexed, [(i, chunks[i]) for i in order], chunksize=1):
+                res.records = [ScenarioRecord(*row) for row in rows]
                 done[i] = res
                 while following in done:
                     yield done.pop(following)

@@ -70,14 +70,14 @@ def stop_workers(procs: list[subprocess.Popen]) -> None:
 
 def dashboard_once(expected: list) -> tuple[float, float]:
     # "Done" is the moment the database says so: the worker that stores the last chunk sets
-    # finished_at. Polling for it every 0.1 s keeps this process off the workers' cores (two
+    # finished_at. Polling for it every 0.25 s keeps this process off the workers' cores (two
     # workers on two cores: a tight poll would slow one of them down, as no browser does).
     t0 = time.time()
     sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
                                   configs=services.table_configs_for(), depth=2)
     launched = time.time() - t0
     while Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get() != Sweep.Status.DONE:
-        time.sleep(0.1)
+        time.sleep(0.25)
     sweep.refresh_from_db()
     took = sweep.finished_at.timestamp() - t0
     got = [r.to_dict() for r in selectors.sweep_table(sweep)]
