@@ -169,8 +169,8 @@ def parse(raw: bytes, name: str) -> dict[str, Any]:
     """Checkpoint bytes to state; `name` says where they came from (a file, a database row)."""
     try:
         state = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(f"{name}: corrupt or truncated checkpoint ({e})") from None
+    except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5,000-digit number, nesting too deep
+        raise CheckpointError(f"{name}: corrupt or truncated checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(state, dict) or not isinstance(state.get("run_id"), str) or not isinstance(
         state.get("turns"), list
     ):

@@ -133,20 +133,15 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
     process notes the durable state at each of its points in `Played.restarts`, from which the
     twice scenarios start their last process.
     """
-    disk: Files
-    if workdir is None:
-        disk = MemoryFiles()
-        paths = [f"run-{i + 1}.json" for i in range(cfg.runs)]
-    else:
-        disk = OsFiles(fsync=False)
-        paths = [os.path.join(workdir, f"run-{i + 1}.json") for i in range(cfg.runs)]
+    disk: Files = MemoryFiles() if workdir is None else OsFiles(fsync=False)
+    paths = [os.path.join(workdir or "", f"run-{i + 1}.json") for i in range(cfg.runs)]
     files = resume["files"] if resume is not None else {}
     for p in paths:  # the files a crash would have left, and no others
         name = os.path.basename(p)
         for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
             if text is not None:
                 disk.write(f, text.encode())
-            elif workdir is not None:
+            else:
                 disk.remove(f)
     log: list[tuple[str, str]] | None = [] if collect else None
     timeline: list[dict[str, Any]] = []
@@ -337,16 +332,13 @@ def ram_dir() -> str | None:
     return d if os.path.isdir(d) and os.access(d, os.W_OK) else None
 
 
-def _check_disk(disk: str) -> None:
-    if disk not in DISKS:
-        raise ValueError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
-
-
 class Workdir:
     """For disk="files": a temp dir for checkpoint files (RAM-backed when possible), removed on
     exit. For "memory", no dir (None)."""
 
-    def __init__(self, disk: str = "files") -> None:
+    def __init__(self, disk: str) -> None:
+        if disk not in DISKS:
+            raise ValueError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
         self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir()) if disk == "files" else None
 
     def __enter__(self) -> str | None:
@@ -361,22 +353,18 @@ _CONFIGS: list[Config] = []
 _OPTIONS: dict[str, Any] = {}
 
 
-def _worker_chunk(chunk: Chunk) -> ChunkResult:
-    base = _OPTIONS["base"]
+_FIELDS = ScenarioRecord.__slots__
+
+
+def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
+    """A pool process runs chunk number item[0]. Records travel back as plain tuples: pickling ten
+    thousand dataclass instances field by field cost more than a tenth of a second on each side."""
+    chunk, base = item[1], _OPTIONS["base"]
     d = None
     if base is not None:
         d = os.path.join(base, f"w{os.getpid()}")
         os.makedirs(d, exist_ok=True)
-    return run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
-
-
-_FIELDS = ScenarioRecord.__slots__
-
-
-def _worker_indexed(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
-    # Records travel back as plain tuples: pickling ten thousand dataclass instances field by
-    # field cost more than a tenth of a second on each side.
-    res = _worker_chunk(item[1])
+    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
     rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
     res.records = []
     return item[0], res, rows
@@ -397,7 +385,6 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
         raise ValueError(f"depth must be 1 or 2, not {depth}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
-    _check_disk(disk)
     with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
@@ -412,7 +399,7 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
         following = 0
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(workers) as pool:
-            for i, res, rows in pool.imap_unordered(_worker_indexed, [(i, chunks[i]) for i in order], chunksize=1):
+            for i, res, rows in pool.imap_unordered(_worker, [(i, chunks[i]) for i in order], chunksize=1):
                 res.records = [ScenarioRecord(*row) for row in rows]
                 done[i] = res
                 while following in done:
@@ -432,7 +419,6 @@ def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool
           progress: Callable[[int, int], None] | None = None, disk: str = "memory") -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
     live, "memory" or (real) "files"."""
-    _check_disk(disk)
     with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]

@@ -40,7 +40,7 @@ def new_request_token() -> str:
     return uuid.uuid4().hex
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """Text a page can encode: a lone surrogate quoted from a hostile file becomes its escape."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
@@ -129,9 +129,8 @@ class LaunchForm(forms.Form):
         field = "job_file" if data.get("job") == "upload" else "job"
         try:
             data["job_obj"] = parse(source, name)
-        except ValueError as e:  # a JobError; or what json.loads raises past it (a 5,000-digit number)
-            message = str(e) if isinstance(e, JobError) else f"{name}: file: not valid JSON ({e})"
-            self.add_error(field, _printable(message))
+        except JobError as e:
+            self.add_error(field, printable(str(e)))
             return data
         problem = unstorable(json.loads(source))
         if problem:

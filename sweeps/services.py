@@ -171,11 +171,13 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
     plan: list[agentsweep.Chunk] = []
+    npoints: list[int] = []
     for i, cfg in enumerate(cfgs):
         try:
             pts = agentsweep.points(replace(cfg, person="scripted"))
         except ValueError as e:
             raise ValidationError(str(e), code="job") from None
+        npoints.append(len(pts))
         plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
         if len(plan) > MAX_CHUNKS:
             raise ValidationError(
@@ -197,7 +199,6 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             if None in ids:  # a backend that does not return keys from bulk inserts
                 ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
             # Heaviest first: an early first point has a long restart, so many twice scenarios.
-            npoints = {c.config: c.first for c in plan}
             heavy = [pk for _, pk in sorted(zip((c.first - npoints[c.config] for c in plan), ids, strict=True))]
             transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=heavy))
     except IntegrityError:
@@ -297,14 +298,13 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[tuple[int, 
     table = conn.ops.quote_name(Chunk._meta.db_table)
     ids = list(chunk_ids)
     marks = ", ".join(["%s"] * len(ids))
+    sql = f"UPDATE {table} SET attempts = attempts + 1 WHERE id IN ({marks}) AND stored = %s"
+    params: list[Any] = [*ids, False]
+    if fresh:
+        sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"
+        params += params
     with conn.cursor() as cur:
-        if fresh:
-            cur.execute(f"SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0 LIMIT 1",
-                        [*ids, False])
-            if cur.fetchone() is not None:
-                return []
-        cur.execute(f"UPDATE {table} SET attempts = attempts + 1 WHERE id IN ({marks}) AND stored = %s "
-                    f"RETURNING {_CLAIMED}", [*ids, False])
+        cur.execute(f"{sql} RETURNING {_CLAIMED}", params)
         rows = {r[0]: tuple(r) for r in cur.fetchall()}
     return [rows[i] for i in ids if i in rows]  # type: ignore[misc]
 
@@ -399,13 +399,14 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
             rows += [_scenario_values(sweep_id, res.config, r, i in waiting) for i, r in enumerate(res.records)]
         if rows:
             _insert_scenarios(rows)
-        for _, res in won:
-            if res.waiting:
-                ids = dict(Scenario.objects.filter(sweep_id=sweep_id, config=res.config, first_point=res.first)
-                           .values_list("second_point", "pk"))
-                Question.objects.bulk_create(
-                    [_question(sweep_id, ids[res.records[i].second_point or 0], q, d) for i, q, d in res.waiting],
-                    ignore_conflicts=True)
+        waiting = [res for _, res in won if res.waiting]
+        if waiting:  # the new rows' IDs, in one read, for their questions
+            ids = {(c, f, s): pk for c, f, s, pk in Scenario.objects.filter(
+                sweep_id=sweep_id, first_point__in={res.first for res in waiting}).values_list(
+                "config", "first_point", "second_point", "pk")}
+            Question.objects.bulk_create(
+                [_question(sweep_id, ids[res.config, res.first, res.records[i].second_point or 0], q, d)
+                 for res in waiting for i, q, d in res.waiting], ignore_conflicts=True)
     return len(won)
 
 
@@ -605,10 +606,8 @@ def check_durable(durable: Any, name: str) -> dict[str, Any]:
     for fname, text in durable["files"].items():
         if not isinstance(text, str):
             raise CheckpointError(f"{name}: checkpoint {fname}: not text")
-        try:
-            parse_checkpoint(text.encode(), f"{name}: checkpoint {fname}")
-        except (ValueError, RecursionError) as e:  # a lone surrogate, a 5,000-digit number, nesting too deep
-            raise CheckpointError(f"{name}: checkpoint {fname}: corrupt ({type(e).__name__}: {e})") from None
+        # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
+        parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
     return durable
 
 

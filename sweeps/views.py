@@ -49,6 +49,7 @@ from sweeps.forms import (
     QuestionListForm,
     ScenarioFilterForm,
     new_request_token,
+    printable,
 )
 from sweeps.models import Question, Scenario, Sweep
 
@@ -289,7 +290,7 @@ def _state_error(e: BaseException, what: str) -> str:
     else:
         log.warning("%s: unusable stored state", what, exc_info=e)
         message = f"{what}: the stored state cannot be used ({type(e).__name__}: {e})"
-    return message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return printable(message)
 
 
 def _list_of_dicts(value: Any) -> bool:

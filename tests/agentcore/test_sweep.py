@@ -56,10 +56,25 @@ def test_two_workers_give_the_same_records(table):
     assert again.records == table.records
 
 
-def test_real_checkpoint_files_give_the_same_records_as_memory(table):
+def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, monkeypatch):
     # The sweep keeps checkpoint files in memory by default; the same save code over real files
     # (in a temp dir) must give every scenario the very same outcome.
+    import agentcore.sweep as agentsweep
+    from agentcore.checkpoint import OsFiles
+
+    wrote = tmp_path / "a real file was written"
+
+    class Watched(OsFiles):  # pool processes are forked: they see this class too
+        __slots__ = ()
+
+        def write(self, path: str, data: bytes) -> None:
+            super().write(path, data)
+            if not wrote.exists():
+                wrote.touch()
+
+    monkeypatch.setattr(agentsweep, "OsFiles", Watched)
     on_disk = sweep(table_configs(TRIAGE), workers=2, disk="files")
+    assert wrote.exists()
     assert on_disk.records == table.records
     assert on_disk.saves == table.saves
 
