@@ -7,6 +7,11 @@ with N Celery workers already running (as under `make run`), until the sweep's f
 in the database when it is done (every chunk's scenarios stored, the table cached). The embedded default (SQLite
 and the filesystem broker) in a fresh temp folder, unless DATABASE_URL / CELERY_BROKER_URL are set.
 The CLI side: `python -m agentcore table --workers N`, the whole process. Medians of --reps runs.
+
+The machine's own ceiling, measured in every repetition too: the CLI's in-process sweep alone,
+then two copies at once (each in its own process, on its own core). If one copy takes t1 alone and
+t2a, t2b side by side, two cores do t1/t2a + t1/t2b times the work of one: no way of spreading the
+sweep over two workers can beat that.
 """
 
 # ruff: noqa: E402  (Django is set up before the project imports)
@@ -101,6 +106,20 @@ def cli_once(workers: int) -> float:
     return time.perf_counter() - t0
 
 
+SWEEP_ONCE = ("import time; from agentcore import jobs, sweep as s; c = s.table_configs(jobs.load('triage')); "
+              "t = time.perf_counter(); s.sweep(c); print(time.perf_counter() - t)")
+
+
+def ceiling_once() -> float:
+    """What two cores give this work here: one in-process sweep alone, then two at once."""
+    def start() -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", SWEEP_ONCE], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+
+    alone = float(start().communicate()[0])
+    both = [start(), start()]
+    return sum(alone / float(p.communicate()[0]) for p in both)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
@@ -114,6 +133,7 @@ def main() -> None:
     counts = sorted(set(args.workers))
     runs: dict[int, list[tuple[float, float]]] = {n: [] for n in counts}
     cli: dict[int, list[float]] = {n: [] for n in counts}
+    ceiling: list[float] = []
     # The machine's speed drifts over minutes: every repetition measures each worker count,
     # dashboard and CLI side by side (the order alternating), rather than one count after the
     # other. Each measurement gets its own fresh workers, warmed up by a small sweep.
@@ -126,6 +146,7 @@ def main() -> None:
             finally:
                 stop_workers(procs)
             cli[n].append(cli_once(n))
+        ceiling.append(ceiling_once())
     results = {}
     try:
         for n in counts:
@@ -137,8 +158,11 @@ def main() -> None:
                   f"  [dashboard runs: {', '.join(f'{r[0]:.2f}' for r in runs[n])}; CLI runs: "
                   f"{', '.join(f'{x:.2f}' for x in cli[n])}]", flush=True)
         if 1 in results and 2 in results:
-            print(f"speed-up with 2 workers: dashboard {results[1][0] / results[2][0]:.2f}x, "
-                  f"CLI {results[1][1] / results[2][1]:.2f}x")
+            paired = [one[0] / two[0] for one, two in zip(runs[1], runs[2], strict=True)]
+            print(f"speed-up with 2 workers: dashboard {results[1][0] / results[2][0]:.2f}x (median of the "
+                  f"repetitions' own: {statistics.median(paired):.2f}x), CLI {results[1][1] / results[2][1]:.2f}x")
+        print(f"this machine's ceiling for 2 cores (two in-process sweeps at once): median "
+              f"{statistics.median(ceiling):.2f}x [{', '.join(f'{c:.2f}' for c in ceiling)}]")
         scen = Chunk.objects.filter(stored=True).count()
         print(f"({Sweep.objects.count()} sweeps, {scen} chunks stored)")
     finally:

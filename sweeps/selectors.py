@@ -129,6 +129,12 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
     exact = {k: filters.get(k) for k in ("config", "design", "tracker", "first_kind", "first_point",
                                          "second_point", "status")}
     qs = qs.filter(**{k: v for k, v in exact.items() if v not in (None, "")})
+    # A configuration has one design and one tracker mode: saying which configurations match lets
+    # the database walk the (sweep, config, ...) index instead of every row of the sweep.
+    wanted = {k: exact[k] for k in ("design", "tracker") if exact[k] not in (None, "")}
+    if wanted:
+        qs = qs.filter(config__in=[i for i, c in enumerate(sweep.configs)
+                                   if all(c.get(k) == v for k, v in wanted.items())])
     flags = {"twice": Q(second_point__gt=0), "has_dups": Q(duplicates__gt=0), "asked": Q(asks__gt=0),
              "missing": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0)}
     for name, cond in flags.items():

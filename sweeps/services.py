@@ -254,23 +254,25 @@ def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Seque
 # --- running chunks --------------------------------------------------------------------------
 
 
-_SCENARIO_COLUMNS = [f for f in Scenario._meta.concrete_fields if not f.primary_key]
-_JSON_COLUMNS = {"timeline", "effects"}
+# A scenario row's columns (attnames), in the order _scenario_row gives their values.
+SCENARIO_COLUMNS = ("sweep_id", "config", "design", "tracker", "job", "runs", "first_point", "first_kind",
+                    "first_label", "second_point", "second_kind", "second_label", "duplicates", "missing", "asks",
+                    "approvals", "model_calls", "calls_plus", "status", "timeline", "effects")
 
 
-def _scenario_values(sweep_id: int, config: int, r: Any, keep_timeline: bool) -> dict[str, Any]:
-    return {
-        "sweep_id": sweep_id, "config": config, "design": r.design, "tracker": r.tracker, "job": r.job[:200],
-        "runs": r.runs, "first_point": r.first_point, "first_kind": r.first_kind, "first_label": r.first_label[:300],
-        "second_point": r.second_point or 0, "second_kind": r.second_kind or "",
-        "second_label": (r.second_label or "")[:300], "duplicates": r.duplicates, "missing": r.missing,
-        "asks": r.asks, "approvals": r.approvals, "model_calls": r.model_calls, "calls_plus": r.calls_plus,
-        "status": r.status, "timeline": r.timeline if keep_timeline else None,
-        "effects": r.effects if keep_timeline else None,
-    }
+def _scenario_row(sweep_id: int, config: int, r: Any, keep_timeline: bool, conn: Any) -> tuple[Any, ...]:
+    """An agentcore record as INSERT parameters (a tuple: ~10,000 of these per sweep)."""
+    timeline = effects = None
+    if keep_timeline:  # JSON as the ORM would store it (text, or the driver's JSON adapter)
+        prep = Scenario._meta.get_field("timeline").get_db_prep_save
+        timeline = None if r.timeline is None else prep(r.timeline, conn)
+        effects = None if r.effects is None else prep(r.effects, conn)
+    return (sweep_id, config, r.design, r.tracker, r.job[:200], r.runs, r.first_point, r.first_kind,
+            r.first_label[:300], r.second_point or 0, r.second_kind or "", (r.second_label or "")[:300],
+            r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus, r.status, timeline, effects)
 
 
-def _insert_scenarios(rows: list[dict[str, Any]]) -> None:
+def _insert_scenarios(rows: list[tuple[Any, ...]]) -> None:
     """INSERT ... ON CONFLICT DO NOTHING of many rows in one executemany (SQLite and PostgreSQL).
 
     The same as bulk_create(ignore_conflicts=True), without building a model instance and
@@ -278,14 +280,11 @@ def _insert_scenarios(rows: list[dict[str, Any]]) -> None:
     playing the scenarios)."""
     conn = transaction.get_connection()
     qn = conn.ops.quote_name
-    cols = _SCENARIO_COLUMNS
-    sql = (f"INSERT INTO {qn(Scenario._meta.db_table)} ({', '.join(qn(f.column) for f in cols)}) "
-           f"VALUES ({', '.join(['%s'] * len(cols))}) ON CONFLICT DO NOTHING")
-    prep = {f.attname: f for f in cols if f.attname in _JSON_COLUMNS}
-    params = [[prep[f.attname].get_db_prep_save(row[f.attname], conn) if f.attname in prep and row[f.attname]
-               is not None else row[f.attname] for f in cols] for row in rows]
+    columns = ", ".join(qn(Scenario._meta.get_field(c).column) for c in SCENARIO_COLUMNS)
+    sql = (f"INSERT INTO {qn(Scenario._meta.db_table)} ({columns}) "
+           f"VALUES ({', '.join(['%s'] * len(SCENARIO_COLUMNS))}) ON CONFLICT DO NOTHING")
     with conn.cursor() as cur:
-        cur.executemany(sql, params)
+        cur.executemany(sql, rows)
 
 
 _CLAIMED = "id, sweep_id, config, first_point, kind, label, attempts"
@@ -394,9 +393,10 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
     with transaction.atomic():
         won = [(c, res) for c, res in played if _mark_stored(c, len(res.records), res.saves)]
         rows = []
+        conn = transaction.get_connection()
         for _, res in won:
             waiting = {i for i, _, _ in res.waiting}
-            rows += [_scenario_values(sweep_id, res.config, r, i in waiting) for i, r in enumerate(res.records)]
+            rows += [_scenario_row(sweep_id, res.config, r, i in waiting, conn) for i, r in enumerate(res.records)]
         if rows:
             _insert_scenarios(rows)
         waiting = [res for _, res in won if res.waiting]

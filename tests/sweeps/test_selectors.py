@@ -103,7 +103,8 @@ def test_point_labels_without_chunks_come_from_once_rows():
     ({}, 5), ({"config": 0}, 4), ({"has_dups": True}, 2), ({"has_dups": False}, 3), ({"asked": True}, 2),
     ({"missing": True}, 2), ({"extra_calls": True}, 2), ({"extra_calls": False}, 3), ({"twice": True}, 2),
     ({"status": "waiting"}, 1), ({"first_point": 1, "second_point": 0}, 2), ({"design": "after-reply"}, 1),
-    ({"config": None, "design": ""}, 5),
+    ({"config": None, "design": ""}, 5), ({"tracker": "keyed"}, 5), ({"tracker": "keyless"}, 0),
+    ({"design": "once-per-turn", "tracker": "keyed"}, 4), ({"design": "once-per-turn", "config": 1}, 0),
 ])
 def test_scenario_filter(sweep, filters, expected):
     assert selectors.scenario_filter(sweep, filters).count() == expected

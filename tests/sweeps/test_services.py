@@ -180,9 +180,17 @@ def test_chunks_are_stored_as_agentcore_records():
     cfg = agentsweep.table_configs(jobs.load("triage"))[5]  # real loop, keyed tracker
     result = agentsweep.sweep([cfg], depth=2)
     stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point")
-    assert [(s.first_point, s.second_point, s.duplicates, s.missing, s.asks, s.model_calls, s.status)
-            for s in stored] == [(r.first_point, r.second_point or 0, r.duplicates, r.missing, r.asks, r.model_calls,
-                                  r.status) for r in result.records[0]]
+    fields = selectors.RECORD_FIELDS
+    # A once scenario's second point, kind and label are stored as 0, "" and "" (not NULL).
+    blank = {"second_point": 0, "second_kind": "", "second_label": ""}
+    assert [tuple(getattr(s, f) for f in fields) for s in stored] == [
+        tuple(blank[f] if f in blank and getattr(r, f) is None else getattr(r, f) for f in fields)
+        for r in result.records[0]]
+
+
+def test_the_insert_writes_every_column_of_a_scenario():
+    columns = {f.attname for f in Scenario._meta.concrete_fields if not f.primary_key}
+    assert sorted(services.SCENARIO_COLUMNS) == sorted(columns)
 
 
 def test_finalize_derives_done_from_the_stored_rows():
