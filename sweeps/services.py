@@ -264,9 +264,8 @@ def _scenario_row(sweep_id: int, config: int, r: Any, keep_timeline: bool, conn:
     """An agentcore record as INSERT parameters (a tuple: ~10,000 of these per sweep)."""
     timeline = effects = None
     if keep_timeline:  # JSON as the ORM would store it (text, or the driver's JSON adapter)
-        prep = Scenario._meta.get_field("timeline").get_db_prep_save
-        timeline = None if r.timeline is None else prep(r.timeline, conn)
-        effects = None if r.effects is None else prep(r.effects, conn)
+        timeline, effects = (None if v is None else Scenario._meta.get_field(name).get_db_prep_save(v, conn)
+                             for name, v in (("timeline", r.timeline), ("effects", r.effects)))
     return (sweep_id, config, r.design, r.tracker, r.job[:200], r.runs, r.first_point, r.first_kind,
             r.first_label[:300], r.second_point or 0, r.second_kind or "", (r.second_label or "")[:300],
             r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus, r.status, timeline, effects)

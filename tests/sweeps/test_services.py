@@ -267,7 +267,8 @@ def test_waiting_scenarios_get_questions_with_the_truth():
     for q in questions:
         origins = [e["origin"] for e in q.durable["tracker"]["effects"]]
         assert q.truth == ([int(q.qid.split(":")[0]), q.call["id"]] in origins)
-        assert q.scenario.timeline  # kept while it waits
+        # Kept while it waits, as JSON (a list of events ending with the question, not its text).
+        assert q.scenario.timeline[-1]["kind"] == "question" and isinstance(q.scenario.effects, list)
 
 
 def test_a_question_answered_twice_keeps_the_first_answer(user, enqueued, django_capture_on_commit_callbacks):
