@@ -33,7 +33,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentcore import designs
@@ -353,7 +353,7 @@ _CONFIGS: list[Config] = []
 _OPTIONS: dict[str, Any] = {}
 
 
-_FIELDS = ScenarioRecord.__slots__
+_FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
 
 
 def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:

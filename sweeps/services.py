@@ -196,8 +196,9 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
                  for c in plan]
             )
             ids = [c.pk for c in chunks]
-            if None in ids:  # a backend that does not return keys from bulk inserts
-                ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+            if None in ids:  # a backend that does not return keys from bulk inserts: read them in plan order
+                ids = list(Chunk.objects.filter(sweep=sweep).order_by("config", "first_point")
+                           .values_list("pk", flat=True))
             # Heaviest first: an early first point has a long restart, so many twice scenarios.
             heavy = [pk for _, pk in sorted(zip((c.first - npoints[c.config] for c in plan), ids, strict=True))]
             transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=heavy))
@@ -401,8 +402,9 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
         waiting = [res for _, res in won if res.waiting]
         if waiting:  # the new rows' IDs, in one read, for their questions
             ids = {(c, f, s): pk for c, f, s, pk in Scenario.objects.filter(
-                sweep_id=sweep_id, first_point__in={res.first for res in waiting}).values_list(
-                "config", "first_point", "second_point", "pk")}
+                sweep_id=sweep_id, config__in={res.config for res in waiting},
+                first_point__in={res.first for res in waiting},
+            ).values_list("config", "first_point", "second_point", "pk")}
             Question.objects.bulk_create(
                 [_question(sweep_id, ids[res.config, res.first, res.records[i].second_point or 0], q, d)
                  for res in waiting for i, q, d in res.waiting], ignore_conflicts=True)
