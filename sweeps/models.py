@@ -25,12 +25,15 @@ class Sweep(models.Model):
         WAITING = "waiting"  # every chunk stored, questions open
         DONE = "done"
         FAILED = "failed"
+        CANCELLED = "cancelled"  # queued chunks are skipped; stored rows stay; resume goes on
 
     class Person(models.TextChoices):
         SCRIPTED = "scripted"
         QUEUE = "queue"
 
     job_name = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, blank=True, help_text="the person's name for this sweep")
+    notes = models.TextField(blank=True, max_length=10_000)
     job_source = models.TextField(help_text="the job file's JSON text")
     configs = models.JSONField(help_text='[{"name", "design", "tracker"}, ...]')
     depth = models.PositiveSmallIntegerField(default=2)
