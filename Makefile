@@ -17,7 +17,7 @@ MARKS ?=
 NOT_SERVICES := not services$(if $(MARKS), and ($(MARKS)))
 SERVICES_ONLY := services$(if $(MARKS), and ($(MARKS)))
 
-.PHONY: run test faults install lint bench clean
+.PHONY: run serve screenshots test faults install lint bench clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -60,13 +60,20 @@ sys.exit(1 if down else 0)
 endef
 export SERVICES_UP
 
-# Workers: $(WORKERS) single-process (solo pool) workers rather than one prefork worker with
-# --concurrency $(WORKERS): on the filesystem broker a prefork worker fetches its next message only
-# at its next poll (~50 ms, longer than a chunk takes), a solo worker right after each task.
-run: $(STAMP)
-	@$(PY) manage.py migrate --noinput -v 0
-	@$(PY) manage.py shell --no-imports -c "$$FIRST_USER"
-	@pids=""; \
+# Set-up shared by run and serve: the database's tables, the first user, static files into
+# $(SWEEPSITE_VAR)/static (var/static; WhiteNoise serves them from there, DEBUG on or off).
+define SETUP
+@$(PY) manage.py migrate --noinput -v 0
+@$(PY) manage.py shell --no-imports -c "$$FIRST_USER"
+@$(PY) manage.py collectstatic --noinput --clear -v 0
+endef
+
+# $(WORKERS) Celery workers in the background, stopped with the web server (Ctrl-C or TERM), then
+# the web server ($(1)) in the foreground. Single-process (solo pool) workers rather than one prefork
+# worker with --concurrency $(WORKERS): on the filesystem broker a prefork worker fetches its next
+# message only at its next poll (~50 ms, longer than a chunk takes), a solo worker right after each task.
+define WITH_WORKERS
+@pids=""; \
 	trap 'kill -TERM $$pids 2>/dev/null; wait; echo "workers stopped"' EXIT; \
 	trap 'exit 0' INT TERM; \
 	for i in $$(seq 1 $(WORKERS)); do \
@@ -74,7 +81,23 @@ run: $(STAMP)
 			--without-gossip --without-mingle --without-heartbeat & pids="$$pids $$!"; \
 	done; \
 	echo "sweepsite: http://$(HOST):$(PORT)/  ($(WORKERS) Celery workers; Ctrl-C stops everything)"; \
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(1)
+endef
+
+# The development server (Django's runserver, DEBUG off unless DJANGO_DEBUG=1) on the embedded default.
+run: $(STAMP)
+	$(SETUP)
+	$(call WITH_WORKERS,$(PY) manage.py runserver --noreload $(HOST):$(PORT))
+
+# Deployment: gunicorn ($(GUNICORN_WORKERS) processes) with DJANGO_PRODUCTION=1, which needs SECRET_KEY and
+# ALLOWED_HOSTS in the environment and expects a TLS proxy in front (it sets X-Forwarded-Proto).
+GUNICORN_WORKERS ?= 2
+serve: export DJANGO_PRODUCTION = 1
+serve: $(STAMP)
+	@[ -n "$$SECRET_KEY" ] && [ -n "$$ALLOWED_HOSTS" ] || { \
+		echo "make serve: set SECRET_KEY and ALLOWED_HOSTS (comma-separated host names) first"; exit 2; }
+	$(SETUP)
+	$(call WITH_WORKERS,$(VENV)/bin/gunicorn sweepsite.wsgi --bind $(HOST):$(PORT) --workers $(GUNICORN_WORKERS) --access-logfile -)
 
 # Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
 # `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless

@@ -52,12 +52,17 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # Before staticfiles: runserver leaves static files to WhiteNoise, DEBUG on or off.
+    "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "sweeps",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (plotly.min.js, the admin's CSS) from STATIC_ROOT, DEBUG on or off, under
+    # runserver (`make run`) and gunicorn (`make serve`) alike: compressed, cached for a year.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,7 +119,15 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Filled by `manage.py collectstatic` (`make run` and `make serve` run it; so does the test session,
+# into its own VAR_DIR). The manifest storage gives every file a name with its content's hash, so
+# WhiteNoise can let browsers cache it for a year; it also writes gzip copies that WhiteNoise sends
+# to browsers that take them.
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 # plotly.min.js is served from the plotly package itself (no CDN, no vendored copy):
 # {% static 'plotly/plotly.min.js' %}.
 STATICFILES_DIRS = [("plotly", Path(plotly.__file__).resolve().parent / "package_data")]

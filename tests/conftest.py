@@ -71,6 +71,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _static_files() -> None:
+    """Static files collected into the session's VAR_DIR, as `make run` collects them: a page that
+    names one ({% static %}) needs the manifest of the hashed names (CompressedManifestStaticFilesStorage)."""
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _never_eager() -> None:
     from sweepsite.celery import app
 

@@ -1,4 +1,11 @@
-"""Browser fixtures: Debian's Chromium driven by Playwright for Python, against pytest-django's live_server.
+"""Browser fixtures: Debian's Chromium driven by Playwright for Python, against the server as `make run`
+starts it.
+
+- `site`: `make run` itself, in a subprocess of its own process group (DEBUG off, runserver, its
+  Celery workers, collectstatic, WhiteNoise), on a free port, pointed at the test session's database,
+  broker folder and queue. Not pytest-django's live_server, which serves static files by itself and
+  so hid that `make run` served none. Stopped at the end of the session as Ctrl-C stops it (SIGINT
+  to the group). `site.url` is its address; `site.log` its output.
 
 - Chromium is /usr/bin/chromium (or $CHROMIUM); Playwright never downloads a browser here. Without
   it (or without Playwright) the browser tests are skipped with the reason, and FAIL when
@@ -15,13 +22,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+
+from tests import _make
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -77,8 +88,34 @@ def browser_context(django_db_setup: None) -> Iterator[Any]:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
 
 
+@dataclass
+class Site:
+    url: str
+    log: Path
+    process: subprocess.Popen
+
+
+@pytest.fixture(scope="session")
+def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
+    """`make run` on a free port, sharing the test database, broker folder and queue (see above)."""
+    with django_db_blocker.unblock():
+        env = _make.session_environ()
+    port = _make.free_port()
+    log = Path(settings.VAR_DIR) / "make-run.log"
+    proc = _make.start("run", port, env, log, "WORKERS=2")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        try:
+            _make.wait_until_served(proc, url + "/", log)
+        except AssertionError as e:
+            pytest.fail(str(e), pytrace=False)
+        yield Site(url, log, proc)
+    finally:
+        _make.stop(proc)
+
+
 @pytest.fixture
-def page(browser_context: Any, live_server: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(browser_context: Any, site: Site, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A fresh tab, logged out; `page.errors` collects uncaught JS errors and console errors."""
     browser_context.clear_cookies()
     p = browser_context.new_page()
@@ -116,7 +153,7 @@ def shot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
 
 
 @pytest.fixture
-def login(live_server: Any) -> Callable[[Any, Any], None]:
+def login(site: Site) -> Callable[[Any, Any], None]:
     """login(page, user): a session cookie for `user`, as if they had logged in (the log-in form is
     tested on its own); faster than filling the form in every test."""
     from django.test import Client
@@ -126,6 +163,6 @@ def login(live_server: Any) -> Callable[[Any, Any], None]:
         client.force_login(user)
         cookie = client.cookies[settings.SESSION_COOKIE_NAME]
         page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value,
-                                   "url": live_server.url}])
+                                   "url": site.url}])
 
     return do

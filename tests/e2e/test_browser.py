@@ -1,5 +1,6 @@
-"""End to end in Debian's Chromium: the dashboard served by live_server, sweeps run by real Celery
-worker processes (tests/conftest.py's `celery_workers`, on the session's filesystem broker and the
+"""End to end in Debian's Chromium: the dashboard served as `make run` serves it (tests/e2e/conftest.py's
+`site`: runserver with DEBUG off, WhiteNoise, and make run's own Celery workers, on the session's
+filesystem broker and the
 shared test database). Expected numbers come from agentcore run in this process.
 
 Screenshots of every page visited: artifacts/screenshots/<test>-<nn>-<step>.png.
@@ -111,8 +112,8 @@ def no_js_errors(page):
 
 # --- log in and the launch form ----------------------------------------------------------------
 
-def test_an_anonymous_visitor_logs_in_and_gets_the_launch_form(page, live_server, user, shot):
-    page.goto(live_server.url + "/")
+def test_an_anonymous_visitor_logs_in_and_gets_the_launch_form(page, site, user, shot):
+    page.goto(site.url + "/")
     expect(page.locator("#launch")).to_have_count(0)
     shot(page, "anonymous-list")
     page.get_by_role("main").get_by_role("link", name="Log in").click()
@@ -124,16 +125,16 @@ def test_an_anonymous_visitor_logs_in_and_gets_the_launch_form(page, live_server
     shot(page, "login-refused")
     page.fill("#id_password", PASSWORD)
     page.get_by_role("button", name="log in").click()
-    expect(page).to_have_url(live_server.url + "/")
+    expect(page).to_have_url(site.url + "/")
     expect(page.locator("header .user")).to_contain_text("ann")
     expect(page.locator("#launch-button")).to_be_visible()
     shot(page, "logged-in-list")
     no_js_errors(page)
 
 
-def test_a_bad_launch_shows_the_form_errors_and_stores_nothing(page, live_server, user, login, shot):
+def test_a_bad_launch_shows_the_form_errors_and_stores_nothing(page, site, user, login, shot):
     login(page, user)
-    page.goto(live_server.url + "/")
+    page.goto(site.url + "/")
     page.check("input[name=preset][value=custom]")  # custom, but no design and no tracker mode chosen
     with page.expect_response(lambda r: r.url.endswith("/sweeps/launch/")) as response:
         page.click("#launch-button")
@@ -149,11 +150,11 @@ def test_a_bad_launch_shows_the_form_errors_and_stores_nothing(page, live_server
 # --- launch, progress, table -------------------------------------------------------------------
 
 def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_agentcore_s_numbers(
-        page, live_server, user, celery_workers, shot):
+        page, site, user, shot):
     job = jobs.load("triage")
     expected = agentsweep.sweep(agentsweep.table_configs(job), depth=2, workers=2).rows
     # Log in with the form, as a user would.
-    page.goto(live_server.url + "/accounts/login/?next=/")
+    page.goto(site.url + "/accounts/login/?next=/")
     page.fill("#id_username", "ann")
     page.fill("#id_password", PASSWORD)
     page.get_by_role("button", name="log in").click()
@@ -225,12 +226,12 @@ def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_age
 # --- heatmaps, scenario list, timeline ---------------------------------------------------------
 
 def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timeline(
-        page, live_server, user, login, celery_workers, wait_until, shot):
+        page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, ["after-reply", "keys"], ["keyed"], depth=2, wait_until=wait_until)
     rows = list(Scenario.objects.filter(sweep=sweep).values("id", "config", "first_point", "second_point",
                                                                "duplicates", "calls_plus"))
     login(page, user)
-    page.goto(f"{live_server.url}/sweeps/{sweep.pk}/")
+    page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     page.get_by_role("link", name="heatmaps").click()
     expect(page.locator("#heatmap-first.js-plotly-plot")).to_be_visible()
     expect(page.locator("#heatmap-second.js-plotly-plot")).to_be_visible()
@@ -314,11 +315,11 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
 # --- export ------------------------------------------------------------------------------------
 
 def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
-        page, live_server, user, login, celery_workers, wait_until, shot):
+        page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, DESIGNS, TRACKERS, depth=1, wait_until=wait_until)
     expected = expected_rows(DESIGNS, TRACKERS, depth=1)
     login(page, user)
-    page.goto(f"{live_server.url}/sweeps/{sweep.pk}/")
+    page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     shot(page, "sweep")
 
     name, text = download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/table.csv']"))
@@ -357,10 +358,10 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
 # --- the question queue ------------------------------------------------------------------------
 
 def test_answering_it_happened_in_the_queue_resumes_the_scenario_and_shows_if_it_was_right(
-        page, live_server, user, login, celery_workers, shot):
+        page, site, user, login, shot):
     expected = expected_rows(["markers"], ["keyed"], depth=1, person="queue")
     login(page, user)
-    page.goto(live_server.url + "/")
+    page.goto(site.url + "/")
     page.check("input[name=preset][value=custom]")
     page.check("input[name=designs][value=markers]")
     page.check("input[name=trackers][value=keyed]")
@@ -388,7 +389,7 @@ def test_answering_it_happened_in_the_queue_resumes_the_scenario_and_shows_if_it
     queue_url = page.url
     for qid, verdict in cases:
         scenario = Question.objects.get(pk=qid).scenario
-        page.goto(f"{live_server.url}/scenarios/{scenario.pk}/")
+        page.goto(f"{site.url}/scenarios/{scenario.pk}/")
         expect(page.locator("h1 .status")).to_have_text("waiting")
         shot(page, f"scenario-{verdict}-waiting")
 
@@ -398,7 +399,7 @@ def test_answering_it_happened_in_the_queue_resumes_the_scenario_and_shows_if_it
         expect(page.locator(f"form[action='/questions/{qid}/answer/']")).to_have_count(0)
 
         # The worker resumes it from its stored state; its page then shows the outcome.
-        page.goto(f"{live_server.url}/scenarios/{scenario.pk}/")
+        page.goto(f"{site.url}/scenarios/{scenario.pk}/")
         reload_until(page, lambda: page.locator("h1 .status").inner_text() != "waiting",
                      what=f"a worker to resume scenario {scenario.pk}")
         expect(page.locator("h1 .status")).to_have_text("done")
