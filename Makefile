@@ -118,6 +118,11 @@ test: $(STAMP) lint
 		echo "SKIPPED the services pass: PostgreSQL and Redis are needed (see above)."; \
 	fi
 
+# The README's pictures: the tour of the main flows (tests/e2e/test_tour.py) in Debian's Chromium on
+# the server as `make run` starts it, one PNG per stop in docs/screenshots/.
+screenshots: $(STAMP)
+	SWEEPSITE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/e2e/test_tour.py -p no:cacheprovider -q
+
 # The fault tests alone, in both passes (killed workers, a restarted broker, unreachable services).
 faults:
 	@$(MAKE) --no-print-directory test MARKS=faults

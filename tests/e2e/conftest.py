@@ -5,7 +5,8 @@ starts it.
   Celery workers, collectstatic, WhiteNoise), on a free port, pointed at the test session's database,
   broker folder and queue. Not pytest-django's live_server, which serves static files by itself and
   so hid that `make run` served none. Stopped at the end of the session as Ctrl-C stops it (SIGINT
-  to the group). `site.url` is its address; `site.log` its output.
+  to the group). `site.url` is its address; `site.log` its output, copied to artifacts/make-run.log
+  at the end.
 
 - Chromium is /usr/bin/chromium (or $CHROMIUM); Playwright never downloads a browser here. Without
   it (or without Playwright) the browser tests are skipped with the reason, and FAIL when
@@ -112,6 +113,9 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
         yield Site(url, log, proc)
     finally:
         _make.stop(proc)
+        # What the server said (a 500's traceback with DEBUG off) outlives the session's temp folder.
+        SCREENSHOTS.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, SCREENSHOTS.parent / "make-run.log")
 
 
 @pytest.fixture
