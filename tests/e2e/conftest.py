@@ -100,7 +100,9 @@ class Site:
 def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
     """`make run` on a free port, sharing the test database, broker folder and queue (see above)."""
     with django_db_blocker.unblock():
-        env = _make.session_environ()
+        # No stall watchdog, as in tests/conftest.py's workers: the session's other tests leave sweeps
+        # with unsent chunks on purpose (tests/sweeps/test_faults.py tests the watchdog).
+        env = _make.session_environ(SWEEPSITE_STALL_SECONDS="0")
     port = _make.free_port()
     log = Path(settings.VAR_DIR) / "make-run.log"
     proc = _make.start("run", port, env, log, "WORKERS=2")
