@@ -20,10 +20,14 @@ Rules:
 - Checkpoint files live in memory (checkpoint.MemoryFiles: a crash here is a killed process, and
   what it wrote outlives it, as the page cache would), or with `disk="files"` in real files in a
   RAM-backed temp dir when there is one, without fsync. Both give the same records.
-- A question for a queue person suspends a scenario: its durable state (checkpoint files, world,
-  what is left of the crash plan) is returned so that the dashboard can store it and resume the
-  scenario once the person answers. The wait is a restart: the resumed process starts from the
-  checkpoint and keeps the crash it was planned to have, counted over the points of both halves.
+- A question for a queue person pauses a scenario; the answer continues it as if it had come at
+  once, so that a queue sweep answered truthfully gives the scripted sweep's records, every one.
+  A paused process cannot wait in a worker, so what is returned is the durable state the paused
+  process started from (checkpoint files, world, its crash plan) with the answers given so far; the
+  resume plays that process again from there (deterministic: the same state and answers give the
+  same steps) up to the question and on with its answer. The points the once scenario's restart
+  reaches after an answer are crashed too: the resume says which (`Resumed.chunk`), and a chunk of
+  those twice scenarios plays the once scenario again with its answers to note their states.
 """
 
 from __future__ import annotations
@@ -61,6 +65,13 @@ TABLE: tuple[tuple[str, str, str], ...] = (
     ("approval gate, keyed tracker", "approval-gate", "keyed"),
     ("approval gate, keyless tracker", "approval-gate", "keyless"),
 )
+_TABLE_NAMES = {(d, t): name for name, d, t in TABLE}
+
+
+def config_name(design: str, tracker: str) -> str:
+    """A design with a tracker mode, named as the table names it ("real loop, keyless tracker"), or
+    "DESIGN, MODE tracker" for a pair the table has not (a design with planted bugs, a lookup tracker)."""
+    return _TABLE_NAMES.get((design, tracker), f"{design}, {tracker} tracker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +97,7 @@ class Config:
 
     @property
     def label(self) -> str:
-        return self.name or f"{self.design.name}, {self.tracker} tracker"
+        return self.name or config_name(self.design.name, self.tracker)
 
 
 def table_configs(job: Job) -> list[Config]:
@@ -111,6 +122,7 @@ class Played:
     durable: dict[str, Any] | None = None  # set when a question suspended the scenario
     question: dict[str, Any] | None = None
     restarts: list[dict[str, Any]] | None = None  # the durable state at each point of process 2
+    answers: dict[str, bool] | None = None  # a queue person's answers to the asks made
 
 
 def _files(files: Files, paths: list[str]) -> dict[str, str]:
@@ -129,9 +141,9 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
     """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
 
     The checkpoint files are in memory, or in `workdir` when one is given. `resume` continues from
-    a durable state (a waiting scenario, or a noted restart state); with `capture`, the second
-    process notes the durable state at each of its points in `Played.restarts`, from which the
-    twice scenarios start their last process.
+    a durable state (a paused scenario's, or a noted restart state) with more `answers`; with
+    `capture`, the scenario's second process notes the durable state at each of its points in
+    `Played.restarts`, from which the twice scenarios start their last process.
     """
     disk: Files = MemoryFiles() if workdir is None else OsFiles(fsync=False)
     paths = [os.path.join(workdir or "", f"run-{i + 1}.json") for i in range(cfg.runs)]
@@ -150,8 +162,8 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
         server = ToolServer(tracker, cfg.job, cfg.design.flaky)
         model = ScriptedModel(cfg.job)
         person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
-                                                else QueuePerson(tracker, answers))
-        seq, counted, plan_rest = 0, 0, list(plan)
+                                                else QueuePerson(tracker, answers, log))
+        seq, base, plan_rest = 0, 0, list(plan)
     else:
         tracker = Tracker.restore(resume["tracker"])
         server = ToolServer(tracker, cfg.job, cfg.design.flaky)
@@ -161,27 +173,30 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
         if cfg.person == "scripted":
             person = ScriptedPerson(tracker)
         else:
-            person = QueuePerson(tracker, {**resume["answers"], **(answers or {})})
+            person = QueuePerson(tracker, {**resume["answers"], **(answers or {})}, log)
         person.asks, person.prompts = resume["asks"], resume["prompts"]
         person.decisions = dict(resume["decisions"])
-        seq, counted, plan_rest = resume["seq"], resume["counted"], list(plan)
+        seq, base, plan_rest = resume["seq"], resume.get("process", 0), list(plan)
         if collect:
             timeline = list(resume["timeline"])
             if resume.get("crash"):
                 timeline += [{"kind": "crash", "text": resume["crash"]},
                              {"kind": "restart", "text": "a new process starts from the checkpoint"}]
 
-    def durable(counted_now: int, rest: list[int], files: dict[str, str] | None = None) -> dict[str, Any]:
+    def durable(process: int, rest: list[int], files: dict[str, str] | None = None) -> dict[str, Any]:
+        """The durable state now, for process number `process` (0: the scenario's first) to start
+        from with crash plan `rest`."""
         return {
             "tracker": tracker.snapshot(), "attempts": [[s, c, n] for (s, c), n in server.attempts.items()],
-            "model_calls": model.calls, "answers": dict(getattr(person, "answers", {})), "asks": person.asks,
+            "model_calls": model.calls, "answers": person.given(), "asks": person.asks,
             "prompts": person.prompts, "decisions": dict(person.decisions),
             "files": _files(disk, paths) if files is None else files,
-            "seq": seq, "counted": counted_now, "plan": rest,
+            "seq": seq, "process": process, "plan": rest,
             "timeline": timeline + [{"kind": k, "text": t} for k, t in log] if log is not None else [],
         }
 
-    finished: dict[str, str] = {}  # checkpoint files of job runs that are over (they change no more)
+    # checkpoint files of job runs that are over (they change no more)
+    finished = {n: files[n] for n in (os.path.basename(p) for p in paths[:seq]) if n in files}
     store: FileCheckpoint | None = None
     restarts: list[dict[str, Any]] | None = None
 
@@ -194,7 +209,7 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
             files[name] = store.disk.decode()
         if store.pending is not None:
             files[name + ".tmp"] = store.pending.decode()
-        state = durable(0, [], files)
+        state = durable(base + len(processes), [], files)
         text = restart_hook.points[-1][1] if restart_hook.points else ""
         state["crash"] = f"crash at point {restart_hook.count} of this process: {text}"
         restarts.append(state)
@@ -204,16 +219,17 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
     saves = 0
     status = "done"
     suspended: Suspended | None = None
-    crash_at: int | None = None
+    pausable = isinstance(person, QueuePerson)
+    start: dict[str, Any] | None = None  # what the current process started from (a pause resumes there)
     hook = restart_hook = CrashPlan()
     while True:
         crash_at = plan_rest.pop(0) if plan_rest else None
         hook = CrashPlan(crash_at, record)
-        if not processes and counted:
-            hook.count = counted  # a resumed process keeps counting toward its planned crash
-        if capture and len(processes) == 1:
+        if capture and base + len(processes) == 1:
             restarts, restart_hook = [], hook
             hook.on_point = note
+        if pausable:
+            start = durable(base + len(processes), ([crash_at] if crash_at is not None else []) + plan_rest)
         processes.append(hook)
         try:
             while seq < cfg.runs:
@@ -237,23 +253,22 @@ def play(cfg: Config, plan: tuple[int, ...], workdir: str | None = None, record:
             if log is not None:
                 log.append(("failed", str(e)))
             break
-        except Suspended as s:
+        except Suspended as s:  # the person logged the question
             status = "waiting"
             suspended = s
-            if log is not None:
-                log.append(("question", f"waiting for a person: did {s.question['call']['tool']} "
-                                        f"{s.question['call']['id']} happen?"))
             break
     dups, missing = tracker.tally(cfg.expected)
     played = Played(processes, crashes, dups, missing, person.asks, person.prompts, model.calls, saves, status)
     played.restarts = restarts
+    played.answers = person.given()
     if log is not None:
         played.timeline = timeline + [{"kind": k, "text": t} for k, t in log]
         played.effects = list(tracker.effects)
-    if suspended is not None:
+    if suspended is not None and start is not None:
         played.question = suspended.question
-        rest = ([crash_at] if crash_at is not None else []) + plan_rest
-        played.durable = durable(hook.count if crash_at is not None else 0, rest)
+        # "swept": the points of the second process noted before the pause, whose twice scenarios
+        # exist; the resume notes them again and hands on only those past them.
+        played.durable = {**start, "answers": person.given(), "swept": len(restarts) if restarts is not None else 0}
     return played
 
 
@@ -281,12 +296,19 @@ def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
 
 @dataclass(slots=True)
 class Chunk:
-    """One first crash point of one configuration: its once scenario and its twice scenarios."""
+    """One first crash point of one configuration: its once scenario and its twice scenarios.
+
+    With `second_from`, a chunk made after an answer: only the twice scenarios at the points
+    second_from..second_to of the once scenario's restart, which it reaches with `answers`.
+    """
 
     config: int  # index into the sweep's configurations
     first: int
     kind: str
     label: str
+    second_from: int = 0
+    second_to: int = 0
+    answers: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -301,13 +323,27 @@ class ChunkResult:
 
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False) -> ChunkResult:
     first = (chunk.first, chunk.kind, chunk.label)
-    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, capture=depth == 2)
-    out = ChunkResult(chunk.config, chunk.first, [_record(cfg, once, first, None)], once.saves)
-    _keep_waiting(out, once)
+    later = chunk.second_from > 0
+    if later and depth != 2:
+        raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
+    # A later chunk plays its once scenario again (its record is stored already) only to note the
+    # states of its restart's points (with the timeline so far, when collecting).
+    once = play(cfg, (chunk.first,), workdir, record=depth == 2, collect=collect, capture=depth == 2,
+                answers=chunk.answers)
+    out = ChunkResult(chunk.config, chunk.first, [], 0)
+    if not later:
+        out.records.append(_record(cfg, once, first, None))
+        out.saves = once.saves
+        _keep_waiting(out, once)
     if depth == 2 and once.restarts is not None:
         restart = once.processes[1].points
         assert restart is not None
-        for q, ((kind, label), state) in enumerate(zip(restart, once.restarts, strict=True), 1):
+        lo, hi = (chunk.second_from, chunk.second_to) if later else (1, len(restart))
+        if hi > len(restart):
+            raise ValueError(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
+                             f"with these answers, not {hi}")
+        for q in range(lo, hi + 1):
+            (kind, label), state = restart[q - 1], once.restarts[q - 1]
             twice = play(cfg, (), workdir, collect=collect, resume=state)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
@@ -320,11 +356,51 @@ def _keep_waiting(out: ChunkResult, p: Played) -> None:
         out.waiting.append((len(out.records) - 1, p.question, p.durable))
 
 
+@dataclass(slots=True)
+class Resumed:
+    record: ScenarioRecord  # the scenario after the answer: done, failed, or waiting again
+    played: Played
+    twice: tuple[int, int] | None  # restart points reached for the first time: (from, to), 1-based
+
+    def chunk(self, config: int) -> Chunk | None:
+        """The twice scenarios at the restart points this resume reached, as a chunk to run."""
+        if self.twice is None:
+            return None
+        r = self.record
+        return Chunk(config, r.first_point, r.first_kind, r.first_label, *self.twice, dict(self.played.answers or {}))
+
+
 def resume(cfg: Config, durable: dict[str, Any], answers: dict[str, bool], first: tuple[int, str, str],
-           second: tuple[int, str, str] | None, workdir: str | None = None) -> tuple[ScenarioRecord, Played]:
-    """Continue a waiting scenario from its durable state with the person's answers."""
-    p = play(cfg, tuple(durable["plan"]), workdir, collect=True, resume=durable, answers=answers)
-    return _record(cfg, p, first, second), p
+           second: tuple[int, str, str] | None, workdir: str | None = None, depth: int = 1) -> Resumed:
+    """Continue a paused scenario from its durable state with the person's answers.
+
+    At depth 2 a once scenario's restart may reach points it had not reached before the pause;
+    `Resumed.twice` says which, for their twice scenarios to be crashed as a chunk of their own."""
+    capture = depth == 2 and second is None
+    p = play(cfg, tuple(durable["plan"]), workdir, record=capture, collect=True, resume=durable, answers=answers,
+             capture=capture)
+    swept = durable.get("swept", 0)
+    reached = len(p.restarts) if p.restarts is not None else 0
+    return Resumed(_record(cfg, p, first, second), p, (swept + 1, reached) if reached > swept else None)
+
+
+def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str, bool] | None = None,
+           once_answers: dict[str, bool] | None = None) -> Played:
+    """Play a scenario again, with its timeline and effects (sweeps are deterministic): crashed at
+    `first`, and in a twice scenario at `second` of the restart, with the answers its questions got.
+
+    A twice scenario starts its last process from the state noted at `second` of the once
+    scenario's restart, as the sweep started it: with a queue person that restart reaches
+    `second` with the once scenario's answers (`once_answers`), which are not the twice
+    scenario's own (an ask number can be both scenarios' with a different truth)."""
+    if second is None:
+        return play(cfg, (first,), collect=True, answers=answers)
+    once = play(cfg, (first,), record=True, collect=True, capture=True, answers=once_answers)
+    notes = once.restarts or []
+    if second > len(notes):
+        raise ValueError(f"{cfg.label}: the restart after point {first} reaches {len(notes)} points with these "
+                         f"answers, not {second}")
+    return play(cfg, (), collect=True, resume=notes[second - 1], answers=answers)
 
 
 def ram_dir() -> str | None:
@@ -437,4 +513,5 @@ def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:
         yield from recs
 
 
-__all__ = ["Config", "TABLE", "play", "points", "sweep", "run_chunk", "resume", "table_configs"]
+__all__ = ["Config", "TABLE", "Resumed", "config_name", "play", "points", "replay", "sweep", "run_chunk", "resume",
+           "table_configs"]

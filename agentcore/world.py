@@ -15,6 +15,10 @@ Rules:
 - The scripted person answers "did it happen?" truthfully from the tracker's records and approves
   gated calls; asked again about an approval request it already decided, it repeats its decision
   without being prompted again (the request ID is durable on both sides).
+- The queue person (the dashboard's people) gets each "did it happen?" as a question of its own,
+  numbered by the asks of the scenario: the truth can change between two asks about one call (a
+  "no" makes the loop call again, a crash follows, the next ask's truth is "yes"), so an answer holds
+  for its ask only. Answered truthfully, it answers as the scripted person does and is counted alike.
 """
 
 from __future__ import annotations
@@ -179,6 +183,10 @@ class _Approver:
         self.prompts = 0
         self.decisions: dict[str, bool] = {}
 
+    def given(self) -> dict[str, bool]:
+        """The answers to "did it happen?" this person was given so far (none: it looks itself)."""
+        return {}
+
     def approve(self, request_id: str, call: Call) -> bool:
         if request_id not in self.decisions:
             self.prompts += 1
@@ -204,28 +212,49 @@ class Suspended(Exception):
 
 
 class QueuePerson(_Approver):
-    """A person reached through a queue: unanswered questions suspend the scenario.
+    """A person reached through a queue: an unanswered question suspends the scenario.
 
     `answers` maps a question ID to True (it happened) or False (it did not), as the person said.
     "It happened" makes the call's result whatever the tracker shows for it (a person would look up
     the issue number), or a bare confirmation if there is nothing to show: a wrong "yes" then shows
     as a missing effect, a wrong "no" as a duplicate. Approvals are granted, once per request.
+    A question carries `truth`, what the tracker's records say at the ask: the harness's knowledge
+    (for "answer truthfully" and for showing whether an answer was right), not the person's.
     """
 
-    def __init__(self, tracker: Tracker, answers: dict[str, bool] | None = None) -> None:
+    def __init__(self, tracker: Tracker, answers: dict[str, bool] | None = None,
+                 log: list[tuple[str, str]] | None = None) -> None:
         super().__init__(tracker)
         self.answers = dict(answers or {})
+        self.log = log  # a scenario's timeline: the question, and the answer when there is one
 
     def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str) -> dict[str, Any] | None:
-        qid = question_id(origin)
+        self.asks += 1
+        qid = question_id(origin, self.asks)
+        if self.log is not None:
+            self.log.append(("question", f"waiting for a person: did {call.tool} {call.id} happen?"))
         if qid not in self.answers:
-            self.asks += 1
-            raise Suspended({"id": qid, "run": origin[0], "call": {"id": call.id, "tool": call.tool, "args": call.args},
-                             "key": key, "tried": why})
+            raise Suspended({"id": qid, "run": origin[0], "ask": self.asks,
+                             "call": {"id": call.id, "tool": call.tool, "args": call.args}, "key": key, "tried": why,
+                             "truth": self.tracker.find(origin) is not None})
+        if self.log is not None:
+            self.log.append(("answer", "the person answered: " + ("it happened" if self.answers[qid]
+                                                                  else "it did not happen")))
         if not self.answers[qid]:
             return None
         return self.tracker.find(origin) or {"confirmed": True}
 
+    def given(self) -> dict[str, bool]:
+        """The answers to the asks made so far: a later ask's answer is for a later moment."""
+        return {q: a for q, a in self.answers.items() if ask_number(q) <= self.asks}
 
-def question_id(origin: Origin) -> str:
-    return f"{origin[0]}:{origin[1]}"
+
+def question_id(origin: Origin, ask: int) -> str:
+    """A question's ID: the job run, the call and the scenario's ask number, e.g. "0:call_1#2"."""
+    return f"{origin[0]}:{origin[1]}#{ask}"
+
+
+def ask_number(qid: str) -> int:
+    """The ask number in a question ID (0 for an ID without one)."""
+    _, sep, n = qid.rpartition("#")
+    return int(n) if sep and n.isdigit() else 0

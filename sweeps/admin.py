@@ -26,7 +26,8 @@ class SweepAdmin(admin.ModelAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep", "config", "first_point", "kind", "stored", "scenarios", "attempts", "stored_at")
+    list_display = ("id", "sweep", "config", "first_point", "second_from", "second_to", "kind", "stored", "scenarios",
+                    "attempts", "stored_at")
     list_filter = ("stored", "kind")
     raw_id_fields = ("sweep",)
     list_select_related = ("sweep",)

@@ -1,17 +1,20 @@
-"""Aggregated rows -> Plotly heatmap figures. Pure: no queries, no Django.
+"""Aggregated rows -> Plotly heatmap figures; a timeline -> swimlanes. Pure: no queries, no Django.
 
 A figure is a Plotly figure dict ({"data": [...], "layout": {...}}) of plain Python values, the JSON
 Plotly.newPlot takes; `to_json` serialises it without re-validating (plotly.graph_objects validation
 costs tens of milliseconds for ten thousand cells; the tests validate the figures with go.Figure).
 
-Cells with no scenario are null (drawn blank). Each cell's customdata carries what the hover shows
-(the crash point's label); the page's click handler reads x and y to open the cell's scenarios.
+Cells with no scenario are null (drawn as the grey of the gaps between cells). Each cell's customdata
+carries what the hover shows (the crash point's label; a second-map cell also its scenario's ID); the
+page's click handler opens a first-map cell's scenarios (x, y) or a second-map cell's scenario.
+
+`timeline_lanes` lays out a scenario's timeline as swimlanes, which a template draws as SVG.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 METRIC_TITLES = {
@@ -24,79 +27,309 @@ METRIC_TITLES = {
 COLORSCALE = [[0.0, "#fffbf0"], [0.15, "#fee391"], [0.5, "#fb8c3c"], [1.0, "#a50f15"]]
 
 
+# Each crash point kind's two-letter code, written in its heatmap cells (the page's legend spells
+# them out), so that hover is not the only way to learn a point's kind.
+KIND_CODES = {
+    "reply-arrived": "RA", "marker-saved": "MS", "tracker-accepted": "TA", "tool-returned": "TR",
+    "tool-failed": "TF", "lookup-answered": "LA", "result-saved": "RS", "save-half-done": "SH",
+    "save-renamed": "SR", "approval-pending": "AP", "decision-saved": "DS",
+}
+# Above this many cells a map carries no in-cell codes (Plotly draws one SVG text per cell); its axes
+# and hover still name the kinds.
+MAX_TEXT_CELLS = 4000
+# Between cells and behind the cells with no scenario: a grey that every colour, even zero's near
+# white, stands out from.
+GAP_COLOR = "#d0d5dd"
+
+
+def kind_of(label: str | None) -> str:
+    """A crash point's kind: the first word of its label ("kind detail")."""
+    return (label or "").split(" ", 1)[0]
+
+
+def kind_code(label: str | None) -> str:
+    return KIND_CODES.get(kind_of(label), "?") if label else ""
+
+
 def _zrange(z: list[list[int | None]]) -> dict[str, int]:
     """0 (or the lowest value, calls+ can be negative) to the highest, at least 1: all zeros stay pale."""
     values = [v for row in z for v in row if v is not None]
     return {"zmin": min([0] + values), "zmax": max([1] + values)}
 
 
+Grid = list[list[int | None]]
+
+
+def _metric_views(grids: Mapping[str, Grid], heading: Callable[[str], str],
+                  hover: Callable[[str], str]) -> dict[str, dict[str, Any]]:
+    """Per metric, what Plotly.update changes to show it: the trace's z, colour range, colour bar title
+    and hover ("restyle", one value per trace), and the figure's title ("relayout")."""
+    views = {}
+    for m, z in grids.items():
+        title = METRIC_TITLES.get(m, m)
+        views[m] = {
+            "restyle": {"z": [z], **{k: [v] for k, v in _zrange(z).items()},
+                        "colorbar.title.text": [title], "hovertemplate": [hover(title)]},
+            "relayout": {"title.text": heading(title)},
+        }
+    return views
+
+
+def _trace(view: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
+    r = view["restyle"]
+    return {"type": "heatmap", "z": r["z"][0], "zmin": r["zmin"][0], "zmax": r["zmax"][0],
+            "colorscale": COLORSCALE, "xgap": 2, "ygap": 2,
+            "colorbar": {"title": {"text": r["colorbar.title.text"][0]}}, "hovertemplate": r["hovertemplate"][0],
+            **fields}
+
+
+def _cell_text(text: list[list[str | None]], cells: int) -> dict[str, Any]:
+    if cells > MAX_TEXT_CELLS:
+        return {}
+    # An empty string, not None, where there is no cell: Plotly would write "null" there.
+    return {"text": [[t or "" for t in row] for row in text], "texttemplate": "%{text}", "textfont": {"size": 9}}
+
+
 def design_first_figure(cells: Iterable[Mapping[str, Any]], config_names: Sequence[str],
                         labels: Mapping[tuple[int, int], str], metric: str) -> dict[str, Any]:
-    """Configuration (y, top to bottom) x first crash point (x); cells: {"config", "first_point", "value"}.
+    """Configuration (y, top to bottom) x first crash point (x).
 
-    `labels` maps (config, first point) to the point's label, shown on hover.
+    cells: {"config", "first_point"} and each metric's sum ("duplicates", "asks", ...; a missing one
+    counts 0). `labels` maps (config, first point) to the point's label: the hover shows it and the
+    cell its kind's code (configurations crash at different kinds of point at the same number, so
+    the kind is named per cell, not per column). Besides "data" and "layout", the figure carries
+    "metrics": every metric's view (see _metric_views), which the page swaps in without a reload.
     """
     cells = list(cells)
     width = max((c["first_point"] for c in cells), default=0)
-    z: list[list[int | None]] = [[None] * width for _ in config_names]
+    grids: dict[str, Grid] = {m: [[None] * width for _ in config_names] for m in METRIC_TITLES}
     text: list[list[str | None]] = [[None] * width for _ in config_names]
+    custom: list[list[str | None]] = [[None] * width for _ in config_names]
     for c in cells:
         row, col = c["config"], c["first_point"] - 1
         if 0 <= row < len(config_names) and col >= 0:
-            z[row][col] = c["value"] or 0
-            text[row][col] = labels.get((row, c["first_point"]), "")
-    title = METRIC_TITLES.get(metric, metric)
+            for m, z in grids.items():
+                z[row][col] = c.get(m) or 0
+            label = labels.get((row, c["first_point"]), "")
+            custom[row][col] = label
+            text[row][col] = kind_code(label)
+    views = _metric_views(grids, lambda t: f"{t}: configuration × first crash point",
+                          lambda t: "%{customdata}<br>first point %{x}<br>" + t + ": %{z}<extra></extra>")
+    view = views.get(metric) or views["duplicates"]
     return {
-        "data": [{
-            "type": "heatmap", "z": z, "x": list(range(1, width + 1)), "y": list(range(len(config_names))),
-            "customdata": text, "colorscale": COLORSCALE, **_zrange(z), "xgap": 1, "ygap": 1,
-            "colorbar": {"title": {"text": title}},
-            "hovertemplate": "%{customdata}<br>first point %{x}<br>" + title + ": %{z}<extra></extra>",
-        }],
+        "data": [_trace(view, x=list(range(1, width + 1)), y=list(range(len(config_names))), customdata=custom,
+                        **_cell_text(text, len(cells)))],
         "layout": {
-            "title": {"text": f"{title}: configuration × first crash point"},
-            "xaxis": {"title": {"text": "first crash point"}, **({"dtick": 1} if width <= 40 else {})},
+            "title": {"text": view["relayout"]["title.text"]},
+            "xaxis": {"title": {"text": "first crash point (the letters in a cell name its kind)"},
+                      "zeroline": False, "showgrid": False, **({"dtick": 1} if width <= 40 else {})},
             "yaxis": {"tickmode": "array", "tickvals": list(range(len(config_names))),
                       "ticktext": list(config_names), "autorange": "reversed", "automargin": True,
                       "zeroline": False, "showgrid": False},
-            "height": 160 + 28 * len(config_names), "margin": {"t": 50, "r": 20, "b": 50},
+            "plot_bgcolor": GAP_COLOR,
+            "height": 170 + 30 * len(config_names), "margin": {"t": 50, "r": 20, "b": 50},
         },
+        "metrics": views,
     }
 
 
-def first_second_figure(cells: Iterable[Sequence[Any]], labels: Mapping[int, str],
+def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int, str],
                         config_name: str, metric: str) -> dict[str, Any]:
-    """First crash point (y) x second crash point (x) of one configuration's twice scenarios.
+    """One configuration's twice scenarios: first crash point (x) x second crash point (y, in the restart).
 
-    cells: (first point, second point, value, second label); `labels` maps a first point to its label.
+    cells: {"id", "first_point", "second_point", "second_label"} and each metric's value; one cell
+    is one scenario, whose ID its customdata carries (with both labels) so that a click opens it.
+    `labels` maps a first point to its label: the x axis names each first point's kind (one
+    configuration: one kind per column); a cell's letters name its second point's kind (the restart
+    reaches different points after different first crashes). Carries "metrics" as
+    design_first_figure does.
     """
     cells = list(cells)
-    height = max((c[0] for c in cells), default=0)
-    width = max((c[1] for c in cells), default=0)
-    z: list[list[int | None]] = [[None] * width for _ in range(height)]
-    text: list[list[list[str] | None]] = [[None] * width for _ in range(height)]
-    for first, second, value, second_label in cells:
+    # Every first point of the configuration has its column, as in the first map (a crash at the
+    # last save leaves its restart no point to crash: a column with no cell).
+    width = max([c["first_point"] for c in cells] + [p for p in labels if cells], default=0)
+    height = max((c["second_point"] for c in cells), default=0)
+    grids: dict[str, Grid] = {m: [[None] * width for _ in range(height)] for m in METRIC_TITLES}
+    text: list[list[str | None]] = [[None] * width for _ in range(height)]
+    custom: list[list[list[Any] | None]] = [[None] * width for _ in range(height)]
+    for c in cells:
+        first, second = c["first_point"], c["second_point"]
         if first >= 1 and second >= 1:
-            z[first - 1][second - 1] = value or 0
-            text[first - 1][second - 1] = [labels.get(first, ""), second_label or ""]
-    title = METRIC_TITLES.get(metric, metric)
+            for m, z in grids.items():
+                z[second - 1][first - 1] = c.get(m) or 0
+            custom[second - 1][first - 1] = [labels.get(first, ""), c.get("second_label") or "", c.get("id")]
+            text[second - 1][first - 1] = kind_code(c.get("second_label"))
+    views = _metric_views(grids, lambda t: f"{config_name}: first × second crash point ({t})",
+                          lambda t: ("first %{x}: %{customdata[0]}<br>second %{y}: %{customdata[1]}<br>"
+                                     + t + ": %{z}<br>scenario %{customdata[2]} (click: its timeline)<extra></extra>"))
+    view = views.get(metric) or views["duplicates"]
     return {
-        "data": [{
-            "type": "heatmap", "z": z, "x": list(range(1, width + 1)), "y": list(range(1, height + 1)),
-            "customdata": text, "colorscale": COLORSCALE, **_zrange(z),
-            "colorbar": {"title": {"text": title}},
-            "hovertemplate": ("first %{y}: %{customdata[0]}<br>second %{x}: %{customdata[1]}<br>"
-                              + title + ": %{z}<extra></extra>"),
-        }],
+        "data": [_trace(view, x=list(range(1, width + 1)), y=list(range(1, height + 1)), customdata=custom,
+                        **_cell_text(text, len(cells)))],
         "layout": {
-            "title": {"text": f"{config_name}: first × second crash point ({title})"},
-            "xaxis": {"title": {"text": "second crash point (in the restart)"}, "zeroline": False},
-            "yaxis": {"title": {"text": "first crash point"}, "autorange": "reversed", "zeroline": False},
-            "height": max(320, min(900, 120 + 8 * height)), "margin": {"t": 50, "r": 20, "b": 50},
+            "title": {"text": view["relayout"]["title.text"]},
+            "xaxis": {"title": {"text": "first crash point", "standoff": 12}, "tickmode": "array",
+                      "tickvals": list(range(1, width + 1)),
+                      "ticktext": [f"{p} {kind_of(labels.get(p))}".strip() for p in range(1, width + 1)],
+                      "tickangle": -90, "automargin": True, "zeroline": False, "showgrid": False},
+            "yaxis": {"title": {"text": "second crash point (in the restart)"}, "autorange": "reversed",
+                      "zeroline": False, "showgrid": False, **({"dtick": 1} if height <= 40 else {})},
+            "plot_bgcolor": GAP_COLOR,
+            "height": max(360, min(1100, 240 + 18 * height)), "margin": {"t": 50, "r": 20, "b": 50},
         },
+        "metrics": views,
     }
 
 
 def to_json(fig: Mapping[str, Any]) -> str:
     """The figure as compact JSON for Plotly.newPlot (plain values: no Plotly encoder needed)."""
     return json.dumps(fig, separators=(",", ":"))
+
+
+# --- the visual timeline ----------------------------------------------------------------------
+
+TL_STEP = 16  # px per event along x, at least (more while the events fit in TL_WIDTH, up to TL_MAX_STEP)
+TL_MAX_STEP = 40
+TL_WIDTH = 1200  # the page's width for the drawing; a longer timeline scrolls
+TL_LANE = 34  # px per lane
+TL_LEFT = 130  # the lane names
+TL_TOP = 26  # the labels above the marks (crash 1, duplicate, ...)
+TL_BOTTOM = 30  # the event numbers
+TL_R = 5  # a mark's half size
+
+
+def _shape(shape: str, x: float, y: float, r: float = TL_R) -> str:
+    """An SVG path for a mark centred on (x, y)."""
+    if shape == "circle":
+        return f"M{x - r:g},{y:g}a{r:g},{r:g} 0 1,0 {2 * r:g},0a{r:g},{r:g} 0 1,0 {-2 * r:g},0Z"
+    if shape == "diamond":
+        return f"M{x:g},{y - r:g}L{x + r:g},{y:g}L{x:g},{y + r:g}L{x - r:g},{y:g}Z"
+    if shape == "square":
+        return f"M{x - r:g},{y - r:g}h{2 * r:g}v{2 * r:g}h{-2 * r:g}Z"
+    if shape == "triangle":  # pointing right: a process starts
+        return f"M{x - r:g},{y - r:g}L{x + r:g},{y:g}L{x - r:g},{y + r:g}Z"
+    if shape == "cross":
+        return f"M{x - r:g},{y - r:g}L{x + r:g},{y + r:g}M{x + r:g},{y - r:g}L{x - r:g},{y + r:g}"
+    raise ValueError(f"unknown shape {shape!r}")
+
+
+def _effect_answer_events(events: Sequence[Mapping[str, Any]], effects: Sequence[Mapping[str, Any]]) -> set[int]:
+    """The numbers (1-based) of the tracker answers that made a duplicate effect: an effect whose
+    origin (job run, call) an earlier effect already has. The loop logs an answer as
+    "answer TOOL CALL RESULT", and a made effect's answer is unique (issue and comment numbers only
+    grow), so the answer text finds the event. An effect whose answer never reached the loop (the
+    tool server died after the tracker took the request) has no answer event and is not marked."""
+    seen: set[tuple[Any, ...]] = set()
+    wanted: set[tuple[str, str]] = set()
+    for e in effects:
+        origin = e.get("origin")
+        key = tuple(origin) if isinstance(origin, list) else (origin,)
+        if key in seen and isinstance(origin, list) and len(origin) == 2:
+            wanted.add((str(origin[1]), str(e.get("answer"))))
+        seen.add(key)
+    found = set()
+    for n, ev in enumerate(events, 1):
+        parts = str(ev.get("text", "")).split(" ", 3)
+        if ev.get("kind") == "tracker" and len(parts) == 4 and parts[0] == "answer" and (parts[2], parts[3]) in wanted:
+            wanted.discard((parts[2], parts[3]))
+            found.add(n)
+    return found
+
+
+def _lane_of(kind: str, text: str) -> tuple[str, str, str]:
+    """(lane: "process", "checkpoint", "tracker" or "person"; css class; shape) of an event."""
+    if kind == "save":
+        return "checkpoint", "save", "square"
+    if kind == "tracker":
+        return ("tracker", "answer", "circle") if text.startswith("answer") else ("tracker", "request", "diamond")
+    if kind == "tool":
+        return "tracker", "tool-failed", "cross"
+    if kind == "ladder":
+        if ": ask says" in text:
+            return "person", "person", "circle"
+        if ": lookup says" in text:
+            return "tracker", "lookup", "circle"
+        return "process", "ladder", "diamond"
+    if kind in ("approval", "question"):
+        return "person", kind, "circle"
+    if kind == "answer":
+        return "person", "person", "circle"
+    if kind == "crash":
+        return "process", "crash", "cross"
+    if kind == "restart":
+        return "process", "restart", "triangle"
+    if kind in ("start", "model", "failed"):
+        return "process", kind, {"start": "circle", "model": "diamond", "failed": "cross"}[kind]
+    return "process", "other", "circle"
+
+
+def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mapping[str, Any]] = (),
+                   width: int = TL_WIDTH) -> dict[str, Any]:
+    """A scenario's timeline as swimlanes (after Jepsen's timelines and Temporal's event history).
+
+    x is the order of events; the lanes are the loop's processes (a crash ends one, the next starts at
+    the restart; a person's answer continues the process that asked), then the checkpoint
+    (saves), the tracker (requests and answers, the tool server's failures, lookups) and the person
+    (approvals, answers to "did it happen?", open questions). Every event is one mark, numbered as
+    the event table numbers it; a mark off its process's lane has a link line back to the process.
+    Crashes are crosses labelled "crash N", restarts triangles; the tracker answer that made a
+    duplicate effect is marked "duplicate". The events share `width` (between TL_STEP and TL_MAX_STEP
+    px each: a long timeline is wider than the page and scrolls). Returns plain values for the template:
+    {"width", "height", "lanes": [{"name", "y", "process"}], "bars": [{"x1", "x2", "y", "end"}],
+     "marks": [{"n", "x", "y", "cls", "path", "title", "link"}], "labels": [{"x", "y", "text", "cls"}],
+     "ticks": [{"x", "text"}], "crashes", "duplicates": [event numbers]}
+    """
+    events = [e for e in events if isinstance(e, Mapping)]
+    dup_events = _effect_answer_events(events, effects)
+    placed = []  # (n, process index, lane, cls, shape, kind, text)
+    proc = 0
+    for n, ev in enumerate(events, 1):
+        kind, text = str(ev.get("kind", "")), str(ev.get("text", ""))
+        if n > 1 and kind == "restart":
+            proc += 1
+        lane, cls, shape = _lane_of(kind, text)
+        if n in dup_events:
+            cls = "dup"
+        placed.append((n, proc, lane, cls, shape, kind, text))
+    processes = proc + 1 if events else 0
+    names = [f"process {i + 1}" for i in range(processes)] + ["checkpoint", "tracker", "person"]
+    lane_y = {name: TL_TOP + TL_LANE * i + TL_LANE / 2 for i, name in enumerate(names)}
+
+    step = max(TL_STEP, min(TL_MAX_STEP, (width - TL_LEFT - 20) // max(len(events), 1)))
+
+    def x_of(n: int) -> float:
+        return TL_LEFT + (n - 0.5) * step
+
+    marks, labels, first, last, end = [], [], {}, {}, {}
+    crashes = 0
+    for n, p, lane, cls, shape, kind, text in placed:
+        pname = f"process {p + 1}"
+        y = lane_y[pname if lane == "process" else lane]
+        x = x_of(n)
+        first.setdefault(p, x)
+        last[p] = x
+        if kind in ("crash", "failed") or (kind == "question" and n == len(events)):  # waiting for an answer
+            end[p] = kind
+        title = f"#{n} {kind}: {text}"
+        if kind == "crash":
+            crashes += 1
+            title = f"#{n} crash {crashes}: {text}"
+            labels.append({"x": x, "y": y - TL_R - 4, "text": f"crash {crashes}", "cls": "crash"})
+        elif kind == "restart":
+            labels.append({"x": x, "y": y - TL_R - 4, "text": "restart", "cls": "restart"})
+        elif cls == "dup":
+            title = f"#{n} duplicate effect made here: {text}"
+            labels.append({"x": x, "y": y - TL_R - 5, "text": "duplicate", "cls": "dup"})
+        r = TL_R + 2 if cls in ("crash", "dup", "question") else TL_R
+        marks.append({"n": n, "x": x, "y": y, "cls": cls, "path": _shape(shape, x, y, r), "title": title,
+                      "link": None if lane == "process" else {"y1": lane_y[pname], "y2": y}})
+    bars = [{"x1": first[p] - step / 2, "x2": last[p] + step / 2, "y": lane_y[f"process {p + 1}"],
+             "end": end.get(p, "done")} for p in range(processes)]
+    every = 5 if len(events) <= 60 else 10
+    ticks = [{"x": x_of(n), "text": str(n)} for n in range(1, len(events) + 1) if n == 1 or n % every == 0]
+    return {
+        "width": TL_LEFT + step * len(events) + 20, "height": TL_TOP + TL_LANE * len(names) + TL_BOTTOM,
+        "lanes": [{"name": name, "y": lane_y[name], "process": name.startswith("process")} for name in names],
+        "bars": bars, "marks": marks, "labels": labels, "ticks": ticks, "axis_y": TL_TOP + TL_LANE * len(names) + 16,
+        "crashes": crashes, "duplicates": sorted(dup_events),
+    }

@@ -1,4 +1,5 @@
-"""Exports: the results table (CSV, JSON, Markdown) and scenario rows (CSV, JSON lines). Pure, no queries.
+"""Exports: the results table (CSV, JSON, Markdown), scenario rows (CSV, JSON lines) and two sweeps' tables
+compared (CSV). Pure, no queries.
 
 The table goes through agentcore.report.render, so a download is byte for byte what
 `python -m agentcore table --format ...` prints for the same rows. Scenario rows are produced lazily,
@@ -13,7 +14,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from agentcore.records import TableRow
+from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
 
 # URL suffix -> (agentcore.report format, content type)
@@ -79,3 +80,18 @@ def rows_jsonl(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
 
 def filename(sweep_id: int, what: str, suffix: str) -> str:
     return f"sweep-{sweep_id}-{what}.{suffix}"
+
+
+def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int) -> str:
+    """Two sweeps' tables compared (selectors.compare_tables rows) as CSV: per configuration, which
+    sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
+    where a sweep lacks the row)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
+                     *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff"))])
+    for r in rows:
+        where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")
+        cells = [("" if v is None else v) for c in r["cells"] for v in (c["a"], c["b"], c["diff"])]
+        writer.writerow([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells])
+    return out.getvalue()

@@ -91,6 +91,11 @@ class LaunchForm(forms.Form):
     person = forms.ChoiceField(choices=[(Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
                                         (Sweep.Person.QUEUE, "the question queue (people answer here)")],
                                initial=Sweep.Person.SCRIPTED)
+    name = forms.CharField(required=False, max_length=Sweep._meta.get_field("name").max_length, label="name",
+                           help_text="optional: your name for this sweep")
+    notes = forms.CharField(required=False, max_length=Sweep._meta.get_field("notes").max_length, label="notes",
+                            widget=forms.Textarea(attrs={"rows": 2}), strip=False,
+                            help_text="optional: what this sweep is for")
     request_token = forms.UUIDField(widget=forms.HiddenInput)
 
     def clean_job_file(self) -> Any:
@@ -105,6 +110,11 @@ class LaunchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if data.get("job") == "triage" and data.get("job_file") is not None:
+            # Never run the built-in job while the person believes their file is being swept.
+            self.add_error("job_file", "a job file was chosen, but \"the built-in triage job\" is selected: "
+                                       "choose \"upload a job file\" to sweep the file, or remove it")
+            return data
         if data.get("job") == "triage":
             source = builtin_job_source("triage")
             name = "builtin:triage"
@@ -149,19 +159,24 @@ class ScenarioFilterForm(forms.Form):
     """The scenario list's filters (and the export's): every field optional; unknown parameters are ignored."""
 
     config = forms.TypedChoiceField(choices=[], coerce=int, required=False, empty_value=None, label="configuration")
-    design = forms.ChoiceField(choices=[("", "any")] + [(d, d) for d in DESIGNS], required=False)
-    tracker = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in MODES], required=False)
+    design = forms.ChoiceField(choices=[("", "any")] + [(d, d) for d in DESIGNS], required=False, label="design")
+    tracker = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in MODES], required=False, label="tracker")
     first_kind = forms.ChoiceField(choices=[("", "any")] + [(k.value, k.value) for k in Kind], required=False,
                                    label="first point kind")
-    first_point = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False)
-    second_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False,
+    first_point = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False, label="first point")
+    second_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False, label="second point",
                                       help_text="0: the once scenario")
     twice = _yes_no("twice")
     has_dups = _yes_no("has duplicates")
     asked = _yes_no("asked")
     missing = _yes_no("missing effects")
     extra_calls = _yes_no("repeated model calls")
-    status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False)
+    status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False,
+                               label="status")
+    # Not a filter: the metric whose sum over the listed scenarios the page states first (the table's
+    # number that opened the list); kept through the filter form as a hidden field.
+    sum = forms.ChoiceField(choices=[("", "none")] + [(m, m) for m in METRICS], required=False,
+                            widget=forms.HiddenInput)
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
     FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups",
@@ -194,6 +209,16 @@ class HeatmapForm(forms.Form):
         return 0 if v is None else v
 
 
+class SweepNotesForm(forms.ModelForm):
+    """A sweep's name and notes, edited on its page by its owner or staff."""
+
+    class Meta:
+        model = Sweep
+        fields = ["name", "notes"]
+        labels = {"name": "name", "notes": "notes"}
+        widgets = {"notes": forms.Textarea(attrs={"rows": 3})}
+
+
 class PageForm(forms.Form):
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
@@ -204,6 +229,29 @@ class QuestionListForm(forms.Form):
 
     def clean_status(self) -> str:
         return self.cleaned_data.get("status") or "open"
+
+
+class CompareForm(forms.Form):
+    """Two sweeps to compare, by ID (a select of the latest sweeps; any ID is taken: unknown is a 404)."""
+
+    a = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False, label="sweep A", widget=forms.Select)
+    b = forms.IntegerField(min_value=1, max_value=2**31 - 1, required=False, label="sweep B", widget=forms.Select)
+
+    def offer(self, choices: list[tuple[int, str]]) -> None:
+        """The sweeps the selects list: (ID, description)."""
+        for name in ("a", "b"):
+            self.fields[name].widget.choices = [("", "choose a sweep")] + choices
+
+    def pair(self) -> tuple[int, int] | None:
+        """Both IDs when both were given (after is_valid()), else None: the page only offers the choice."""
+        a, b = self.cleaned_data.get("a"), self.cleaned_data.get("b")
+        return (a, b) if a is not None and b is not None else None
+
+
+class BackForm(forms.Form):
+    """A scenario page's `back`: the list (or map) it was opened from; views check it is a local page."""
+
+    back = forms.CharField(required=False, max_length=2000)
 
 
 class AnswerForm(forms.Form):

@@ -4,9 +4,13 @@ Rules:
 - A scenario row is one agentcore ScenarioRecord. Its identity (sweep, config, first point, second
   point) is unique, so storing a chunk twice is a no-op: a killed worker loses and doubles nothing.
   `second_point` is 0 for a once scenario (NULLs would not collide in a unique constraint).
+  A waiting scenario's outcome columns (duplicates to calls_plus) are 0 until its resume stores
+  its outcome: its tallies so far are none (it has not made its calls yet); pages show "—".
 - A chunk is a (sweep, config, first point) crash point. `stored` is set in the same transaction
   that stores its scenario rows, so "sweep done" is a fact read from the database: every chunk
-  stored and no question open.
+  stored and no question open. In a queue sweep, an answer can take a once scenario's restart to
+  points it had not reached: their twice scenarios are a later chunk of the same first point
+  (`second_from` > 0), made in the transaction that stores the resume, so it is made once.
 - A sweep's configurations are a JSON list of {"name", "design", "tracker"}; `config` columns
   index into it. The job is stored as its JSON text, so a sweep can always be re-run or resumed.
 - A question holds what the person needs (the call, its key, what the ladder tried) and the
@@ -65,6 +69,11 @@ class Chunk(models.Model):
     first_point = models.PositiveIntegerField()
     kind = models.CharField(max_length=40)
     label = models.CharField(max_length=300)
+    # A later chunk (made after an answer): the twice scenarios at restart points second_from to
+    # second_to, which the once scenario's restart reaches with `answers`. 0: the first chunk.
+    second_from = models.PositiveIntegerField(default=0)
+    second_to = models.PositiveIntegerField(default=0)
+    answers = models.JSONField(default=dict, blank=True, help_text="question ID -> it happened")
     stored = models.BooleanField(default=False)
     scenarios = models.PositiveIntegerField(default=0)
     saves = models.PositiveIntegerField(default=0)
@@ -72,7 +81,8 @@ class Chunk(models.Model):
     stored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["sweep", "config", "first_point"], name="chunk_identity")]
+        constraints = [models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_from"],
+                                               name="chunk_identity")]
         indexes = [models.Index(fields=["sweep", "stored"])]
         ordering = ["sweep", "config", "first_point"]
 
@@ -132,7 +142,8 @@ class Question(models.Model):
 
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="questions")
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="questions")
-    qid = models.CharField(max_length=200, help_text="agentcore question ID: job run and call ID")
+    qid = models.CharField(max_length=200,
+                           help_text="agentcore question ID: job run, call ID, the scenario's ask number")
     call = models.JSONField()
     key = models.CharField(max_length=64, blank=True)
     tried = models.TextField(blank=True)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from datetime import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
-from agentcore.records import TableRow
+from agentcore.records import COLUMNS, TableRow
 from sweeps.models import Chunk, Question, Scenario, Sweep
 
 
@@ -59,6 +59,48 @@ def sweep_list() -> QuerySet[Sweep]:
             .annotate(chunks_stored=Subquery(stored.annotate(n=Count("id")).values("n")[:1])))
 
 
+# The launch form's time estimate when no sweep has finished on this install yet: scenarios per
+# second, a low figure of those measured on the 2-core machine (the table: 3,500/s with one worker,
+# 6,400/s with two; a 10-run table: 2,000/s with two).
+DEFAULT_RATE = 2000.0
+RATE_SWEEPS = 20
+
+
+def measured_rate(*, depth: int, runs: int) -> tuple[float, int, str]:
+    """Scenarios per second that finished sweeps here achieved, for the launch form's estimate:
+    (rate, how many sweeps, which ones). The latest RATE_SWEEPS done sweeps with a scripted person
+    (a queue sweep's time is the people's) of this depth and job runs (a scenario of 10 job runs costs
+    about 3 times one of 1), else of this depth, else any; their scenarios over their seconds, launch
+    to finish (a sweep cancelled and resumed counts its pause too). DEFAULT_RATE if none."""
+    done = Sweep.objects.filter(status=Sweep.Status.DONE, person=Sweep.Person.SCRIPTED, finished_at__isnull=False)
+    for qs, which in ((done.filter(depth=depth, runs=runs), f"depth {depth}, {runs} run{'s' * (runs != 1)}"),
+                      (done.filter(depth=depth), f"depth {depth}"), (done, "any")):
+        rows = list(qs.order_by("-finished_at").annotate(n=Sum("chunks__scenarios"))
+                    .values_list("n", "created_at", "finished_at")[:RATE_SWEEPS])
+        scenarios = sum(n or 0 for n, _, _ in rows)
+        seconds = sum(max((end - start).total_seconds(), 0.001) for _, start, end in rows)
+        if scenarios and seconds:
+            return scenarios / seconds, len(rows), which
+    return DEFAULT_RATE, 0, "default"
+
+
+def sweep_contents(sweep: Sweep) -> dict[str, int]:
+    """What deleting the sweep removes: its chunks, scenarios and questions, counted."""
+    return {"chunks": Chunk.objects.filter(sweep=sweep).count(),
+            "scenarios": Scenario.objects.filter(sweep=sweep).count(),
+            "questions": Question.objects.filter(sweep=sweep).count()}
+
+
+def may_change(user: Any, sweep: Sweep, action: str = "change") -> bool:
+    """Whether `user` may delete ("delete") or edit the name and notes of ("change") the sweep: its
+    owner, staff, or a user given Django's sweeps.delete_sweep / sweeps.change_sweep permission.
+    (Cancel and resume are open to every logged-in user: they lose nothing.)"""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_staff or (sweep.created_by_id is not None and sweep.created_by_id == user.pk)
+                or user.has_perm(f"sweeps.{action}_sweep"))
+
+
 def sweep_get(sweep_id: int) -> Sweep:
     """One sweep (raises Sweep.DoesNotExist)."""
     return Sweep.objects.defer("job_source").select_related("created_by").get(pk=sweep_id)
@@ -76,18 +118,62 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
     end = sweep.finished_at or (agg["last"] if stored >= total and agg["last"] else now)
     elapsed = max((end - sweep.created_at).total_seconds(), 0.0)
     rate = scenarios / elapsed if elapsed > 0 and scenarios else 0.0
-    eta = None
-    if 0 < stored < total and elapsed > 0:
-        eta = round(elapsed / stored * (total - stored), 1)
+    eta = _eta(sweep, elapsed, now) if 0 < stored < total and sweep.status == Sweep.Status.RUNNING else None
     open_questions = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()
     idle = max((now - (agg["last"] or sweep.created_at)).total_seconds(), 0.0)
     return {
         "status": sweep.status, "error": sweep.error, "chunks_stored": stored, "total_chunks": total,
         "percent": round(100 * stored / total, 1) if total else 0.0, "scenarios": scenarios,
-        "rate": round(rate, 1), "eta_seconds": eta, "elapsed_seconds": round(elapsed, 1),
-        "open_questions": open_questions, "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED),
+        "rate": round(rate, 1), "eta_seconds": eta and eta[1], "eta_range": eta and [eta[0], eta[2]],
+        "elapsed_seconds": round(elapsed, 1), "open_questions": open_questions,
+        "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.CANCELLED),
         "idle_seconds": round(idle, 1),  # since the last chunk was stored (or the launch)
     }
+
+
+# The ETA is shown once this share of the work is stored and this many seconds have passed (before,
+# the workers' start and the first messages' round trips dominate), as a range around the estimate.
+ETA_MIN_SHARE = 0.15
+ETA_MIN_SECONDS = 3.0
+ETA_RANGE = (0.7, 1.4)
+# The rate is read over the last this many seconds (a sweep resumed after a pause, or one that has
+# slowed, is not judged by its start).
+ETA_WINDOW = 60.0
+
+
+def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, float] | None:
+    """(low, estimate, high) seconds left, or None while it is not stable yet: before 15 % of the work
+    is stored and 3 s have passed, the workers' start and the first messages' round trips dominate
+    (an early ETA said 964 s for a 399 s sweep). Shown as a range, ETA_RANGE times the estimate: on a
+    3-run table (22 s, 2 workers) the estimate ran from 1.3 times the time left at 15 % to 0.7 times
+    it near the end (the last messages finish one worker at a time).
+
+    Work is weighed per chunk, not counted in chunks: at depth 2 a chunk holds one twice scenario per
+    point its restart reaches, about n - f + 1 for first point f of a configuration of n points (1 per
+    chunk at depth 1). Left = (weight left) / (weight stored in the last ETA_WINDOW seconds, or since
+    the launch if that is shorter, per second)."""
+    window = min(ETA_WINDOW, elapsed)
+    recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
+    # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.
+    rows = (Chunk.objects.filter(sweep=sweep, second_from=0).order_by().values("config")
+            .annotate(points=Max("first_point"), chunks=Count("id"), chunks_stored=Count("id", filter=Q(stored=True)),
+                      firsts_stored=Sum("first_point", filter=Q(stored=True)), chunks_recent=Count("id", filter=recent),
+                      firsts_recent=Sum("first_point", filter=recent)))
+    done = total = lately = 0
+    for r in rows:
+        if sweep.depth == 2:
+            n = r["points"]
+            total += n * (n + 1) // 2
+            done += r["chunks_stored"] * (n + 1) - (r["firsts_stored"] or 0)
+            lately += r["chunks_recent"] * (n + 1) - (r["firsts_recent"] or 0)
+        else:
+            total += r["chunks"]
+            done += r["chunks_stored"]
+            lately += r["chunks_recent"]
+    if not total or not lately or done < ETA_MIN_SHARE * total or elapsed < ETA_MIN_SECONDS or done >= total:
+        return None
+    left = window * (total - done) / lately
+    return round(left * ETA_RANGE[0], 1), round(left, 1), round(left * ETA_RANGE[1], 1)
 
 
 def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
@@ -97,21 +183,111 @@ def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
     return sweep_table(sweep)
 
 
-def heatmap_config_first(sweep: Sweep, metric: str) -> list[dict[str, Any]]:
-    """One cell per (config, first point): the metric summed over its scenarios (GROUP BY in SQL)."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}")
-    return list(Scenario.objects.filter(sweep=sweep).order_by().values("config", "first_point")
-                .annotate(value=Sum(metric)).order_by("config", "first_point"))
+def waiting_by_config(sweep: Sweep) -> dict[int, int]:
+    """How many scenarios of each configuration wait for a person. A waiting scenario has exactly
+    one question not resumed (open, or answered and on its way to a worker), so this reads the
+    questions (hundreds of rows), not the scenario rows (whose status no index covers)."""
+    return dict(Question.objects.filter(sweep=sweep).exclude(status=Question.Status.RESUMED).order_by()
+                .values("scenario__config").annotate(n=Count("id")).values_list("scenario__config", "n"))
 
 
-def heatmap_first_second(sweep: Sweep, config: int, metric: str) -> list[tuple[int, int, int, str]]:
-    """One cell per twice scenario of one config: (first point, second point, metric, second label)."""
-    if metric not in METRICS:
-        raise ValueError(f"unknown metric {metric!r}")
-    return list(Scenario.objects.filter(sweep=sweep, config=config, second_point__gt=0).order_by()
-                .values_list("first_point", "second_point", metric, "second_label")
-                .order_by("first_point", "second_point"))
+# The columns an answer can still change: a waiting scenario has not made its calls or its effects
+# yet (its calls+ is negative, its effects missing), and its restart's later points are not crashed.
+ANSWER_DEPENDENT = frozenset(COLUMNS) - {"once"}
+
+
+def sweep_table_live(sweep: Sweep) -> dict[str, Any]:
+    """The table as the sweep page draws it and its progress poll sends it:
+    {"partial", "waiting", "rows": [{"name", "waiting", "values": {column: number or None}}]}.
+
+    Until the sweep is done the table is partial (its counts grow as chunks are stored). A row
+    with scenarios waiting for an answer has None for each column an answer can change: a number
+    that is not final is not shown as one."""
+    rows = sweep_table_rows(sweep)
+    waiting = {} if sweep.status == Sweep.Status.DONE else waiting_by_config(sweep)
+    return {"partial": sweep.status != Sweep.Status.DONE, "waiting": sum(waiting.values()), "rows": [
+        {"name": row.name, "waiting": waiting.get(i, 0),
+         "values": {c: None if waiting.get(i) and c in ANSWER_DEPENDENT else getattr(row, c) for c in COLUMNS}}
+        for i, row in enumerate(rows)]}
+
+
+def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow]) -> list[dict[str, Any]]:
+    """Two tables' rows matched by configuration name (the k-th row of a name in A with the k-th of
+    that name in B): A's rows in A's order, then the rows only B has, in B's order. Each:
+    {"name", "a": TableRow or None, "b": TableRow or None, "changed": bool,
+     "cells": [{"column", "a", "b", "diff" (b - a, None unless both are numbers), "changed"}, ...]}
+    in COLUMNS order. A row in only one table is "changed" (and its cells' other side is None)."""
+    def keyed(rows: Sequence[TableRow]) -> list[tuple[tuple[str, int], TableRow]]:
+        seen: dict[str, int] = {}
+        out = []
+        for r in rows:
+            seen[r.name] = seen.get(r.name, 0) + 1
+            out.append(((r.name, seen[r.name]), r))
+        return out
+
+    a_rows, b_rows = keyed(rows_a), keyed(rows_b)
+    b_by_key = dict(b_rows)
+    pairs = [(a, b_by_key.get(k)) for k, a in a_rows]
+    a_keys = {k for k, _ in a_rows}
+    pairs += [(None, b) for k, b in b_rows if k not in a_keys]
+    out = []
+    for a, b in pairs:
+        cells = []
+        for col in COLUMNS:
+            va, vb = getattr(a, col, None), getattr(b, col, None)
+            both = isinstance(va, int) and isinstance(vb, int)
+            # A number not final yet (None in a row both tables have) is no difference.
+            cells.append({"column": col, "a": va, "b": vb, "diff": vb - va if both else None,
+                          "changed": va != vb and (both or a is None or b is None)})
+        out.append({"name": (a or b).name, "a": a, "b": b, "cells": cells,
+                    "changed": a is None or b is None or any(c["changed"] for c in cells)})
+    return out
+
+
+def _final_rows(sweep: Sweep) -> list[TableRow]:
+    """The table's rows with None for each number an answer can still change (see sweep_table_live)."""
+    return [TableRow(r["name"], *(r["values"][c] for c in COLUMNS)) for r in sweep_table_live(sweep)["rows"]]
+
+
+def sweep_compare(a: Sweep, b: Sweep) -> list[dict[str, Any]]:
+    """The two sweeps' tables side by side, matched by configuration name (see compare_tables); a
+    number that is not final yet (scenarios wait for answers) is None, never compared."""
+    return compare_tables(_final_rows(a), _final_rows(b))
+
+
+def same_job(a: Sweep, b: Sweep) -> bool:
+    """Whether the two sweeps ran the very same job file (its JSON text)."""
+    sources = dict(Sweep.objects.filter(pk__in=[a.pk, b.pk]).values_list("pk", "job_source"))
+    return sources.get(a.pk) == sources.get(b.pk)
+
+
+def compare_choices(also: Sequence[int] = (), limit: int = 200) -> list[tuple[int, str]]:
+    """The latest sweeps and those of `also`, (ID, a short description), for the compare page's selects."""
+    fields = ("id", "name", "job_name", "status")
+    rows = list(Sweep.objects.order_by("-created_at", "-id").values_list(*fields)[:limit])
+    listed = {r[0] for r in rows}
+    if any(pk not in listed for pk in also):
+        rows += list(Sweep.objects.filter(pk__in=[pk for pk in also if pk not in listed]).values_list(*fields))
+    return [(pk, f"{pk}: {name or job}, {status}") for pk, name, job, status in rows]
+
+
+def heatmap_config_first(sweep: Sweep) -> list[dict[str, Any]]:
+    """One cell per (config, first point): every metric summed over its scenarios, in one GROUP BY
+    (the page switches metrics without asking again): {"config", "first_point", "duplicates", ...}."""
+    rows = (Scenario.objects.filter(sweep=sweep).order_by().values("config", "first_point")
+            .annotate(**{f"sum_{m}": Sum(m) for m in METRICS})  # an annotation cannot take a field's name
+            .order_by("config", "first_point"))
+    return [{"config": r["config"], "first_point": r["first_point"], **{m: r[f"sum_{m}"] for m in METRICS}}
+            for r in rows]
+
+
+def heatmap_first_second(sweep: Sweep, config: int) -> list[dict[str, Any]]:
+    """One cell per twice scenario of one config: {"id", "first_point", "second_point", "second_label"}
+    and every metric's value."""
+    fields = ("id", "first_point", "second_point", "second_label", *METRICS)
+    qs = Scenario.objects.filter(sweep=sweep, config=config, second_point__gt=0)
+    return [dict(zip(fields, row, strict=True)) for row in
+            qs.order_by("first_point", "second_point").values_list(*fields)]
 
 
 def point_labels(sweep: Sweep) -> dict[tuple[int, int], str]:
@@ -146,21 +322,37 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
     return qs
 
 
+def scenario_totals(sweep: Sweep, filters: Mapping[str, Any]) -> dict[str, int]:
+    """How many scenarios the filters keep and each metric summed over them, in one aggregate query:
+    {"count", "duplicates", "missing", "asks", "calls_plus"} (0 when none match)."""
+    agg = scenario_filter(sweep, filters).order_by().aggregate(count=Count("id"), **{m: Sum(m) for m in METRICS})
+    return {k: v or 0 for k, v in agg.items()}
+
+
 def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
-                  per_page: int = 50) -> tuple[Page, list[Scenario]]:
+                  per_page: int = 50, count: int | None = None) -> tuple[Page, list[Scenario]]:
     """One page of the filtered list (ordered as stored), without the JSON columns.
 
     The paginator walks IDs only (an index-only scan for OFFSET), then the page's rows are read by ID.
+    `count`, when the caller has it already (scenario_totals), spares the paginator its COUNT query.
     Raises django.core.paginator.InvalidPage for a page out of range.
     """
     ids = scenario_filter(sweep, filters).order_by("config", "first_point", "second_point").values_list("id", flat=True)
-    pg = Paginator(ids, per_page).page(page)
+    paginator = Paginator(ids, per_page)
+    if count is not None:
+        paginator.count = count  # a cached_property: set, it is not computed again
+    pg = paginator.page(page)
     by_id = {s.id: s for s in Scenario.objects.filter(id__in=list(pg.object_list)).only(*LIST_FIELDS)}
     return pg, [by_id[i] for i in pg.object_list if i in by_id]
 
 
+# A waiting scenario's tallies so far, not its outcome: exported as None (empty in CSV).
+OUTCOME_FIELDS = ("duplicates", "missing", "asks", "approvals", "model_calls", "calls_plus")
+
+
 def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """The filtered scenario rows as agentcore record dicts (without timeline/effects), streamed."""
+    """The filtered scenario rows as agentcore record dicts (without timeline/effects), streamed.
+    A waiting scenario's outcome fields are None: it has not made its calls or effects yet."""
     names = sweep.configs
     qs = (scenario_filter(sweep, filters).order_by("config", "first_point", "second_point")
           .values_list(*LIST_FIELDS[2:]))
@@ -168,6 +360,8 @@ def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any], chunk_size: i
         d = dict(zip(LIST_FIELDS[2:], row, strict=True))
         twice = d["second_point"] > 0
         cfg = d.pop("config")
+        if d["status"] == Scenario.Status.WAITING:
+            d.update(dict.fromkeys(OUTCOME_FIELDS))
         yield {
             "sweep": sweep.pk, "config": cfg,
             "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "",

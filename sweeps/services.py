@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 from importlib import resources
@@ -34,7 +34,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 from agentcore import designs
@@ -56,6 +56,7 @@ MAX_CONFIGS = 64
 # launching is refused with a message instead of planning for minutes (the 11-row table has 412).
 MAX_CHUNKS = 5000
 MAX_NAME = 200
+MAX_NOTES = 10_000
 # A chunk started this many times without being stored (killed workers, a chunk that kills its
 # process) fails its sweep with a message instead of being redelivered forever.
 MAX_CHUNK_ATTEMPTS = 5
@@ -86,8 +87,9 @@ def table_configs_for(job: Job | None = None) -> list[dict[str, str]]:
 
 
 def configs_for(design_names: list[str], trackers: list[str]) -> list[dict[str, str]]:
-    """Every design with every tracker mode, named like "loop, keyed tracker"."""
-    return [{"name": f"{d}, {t} tracker", "design": d, "tracker": t}
+    """Every design with every tracker mode, named as the chapter's table names the pair ("real loop,
+    keyless tracker"), or like "loop, lookup tracker" for a pair the table has not."""
+    return [{"name": agentsweep.config_name(d, t), "design": d, "tracker": t}
             for d, t in itertools.product(design_names, trackers)]
 
 
@@ -145,19 +147,8 @@ def _clean_configs(configs: Any) -> list[dict[str, str]]:
     return out
 
 
-def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                 person: str = "scripted", request_token: str | None = None,
-                 source_name: str = "uploaded job") -> Sweep:
-    """Validate, store the sweep and its chunks, and enqueue one task per chunk on commit.
-
-    Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
-    first sweep back (a double submit is one sweep).
-    """
-    if request_token is not None:
-        _check(isinstance(request_token, str) and 0 < len(request_token) <= 64, "bad request token")
-        existing = Sweep.objects.filter(request_token=request_token).first()
-        if existing is not None:
-            return existing
+def _clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str) -> Job:
+    """The job, parsed, once depth, runs and person are checked too. Raises ValidationError."""
     _check(isinstance(job_source, str), "the job must be JSON text")
     try:
         job = parse_job(job_source, source_name)
@@ -166,15 +157,23 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     _check(type(depth) is int and 1 <= depth <= MAX_DEPTH, f"depth must be 1 or 2, not {depth!r}")
     _check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     _check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
+    return job
+
+
+def _chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
+                ) -> tuple[Job, list[dict[str, str]], list[agentsweep.Config], list[agentsweep.Chunk], list[int]]:
+    """Validate a sweep's settings and plan its chunks: (job, clean configs, agentcore configs (with
+    a truthful person), chunks, crash points per configuration). Raises ValidationError."""
+    job = _clean_settings(job_source, depth, runs, person, source_name)
     clean = _clean_configs(configs)
-    cfgs = [agentsweep.Config(job, _design(c["design"]), c["tracker"], runs, person, c["name"]) for c in clean]
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
+    cfgs = [agentsweep.Config(job, _design(c["design"]), c["tracker"], runs, "scripted", c["name"]) for c in clean]
     plan: list[agentsweep.Chunk] = []
     npoints: list[int] = []
     for i, cfg in enumerate(cfgs):
         try:
-            pts = agentsweep.points(replace(cfg, person="scripted"))
+            pts = agentsweep.points(cfg)
         except ValueError as e:
             raise ValidationError(str(e), code="job") from None
         npoints.append(len(pts))
@@ -183,13 +182,39 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             raise ValidationError(
                 f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
                 f"or a smaller job", code="too_big")
+    return job, clean, cfgs, plan, npoints
+
+
+def sweep_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                person: str = "scripted", source_name: str = "uploaded job") -> int:
+    """Validate a sweep as sweep_create would (raises ValidationError), storing nothing; how many
+    chunks it would have."""
+    return len(_chunk_plan(job_source, configs, depth, runs, person, source_name)[3])
+
+
+def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                 person: str = "scripted", request_token: str | None = None,
+                 source_name: str = "uploaded job", name: str = "", notes: str = "") -> Sweep:
+    """Validate, store the sweep and its chunks, and enqueue one task per chunk on commit.
+
+    Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
+    first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
+    for the sweep (optional).
+    """
+    if request_token is not None:
+        _check(isinstance(request_token, str) and 0 < len(request_token) <= 64, "bad request token")
+        existing = Sweep.objects.filter(request_token=request_token).first()
+        if existing is not None:
+            return existing
+    name, notes = _clean_name_notes(name, notes)
+    job, clean, _, plan, npoints = _chunk_plan(job_source, configs, depth, runs, person, source_name)
 
     try:
         with transaction.atomic():
             sweep = Sweep.objects.create(
                 job_name=job.name, job_source=job_source, configs=clean, depth=depth, runs=runs, person=person,
                 created_by=user if getattr(user, "pk", None) else None, request_token=request_token,
-                total_chunks=len(plan),
+                total_chunks=len(plan), name=name, notes=notes,
             )
             chunks = Chunk.objects.bulk_create(
                 [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:40], label=c.label[:300])
@@ -252,6 +277,76 @@ def _enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Seque
         raise
 
 
+# --- the planned size, before anything is enqueued ---------------------------------------------
+
+# Counting a sweep's scenarios exactly plays every first crash point once, up to the end of its
+# restart (a depth-2 chunk has one twice scenario per point the restart reaches): about n^2 steps
+# for a configuration of n points. Up to PLAN_BUDGET steps in all, every point is played and the
+# count is exact (the chapter's table: 15,954 steps, 0.09 s here); past it, each configuration plays
+# evenly spaced first points (at least PLAN_MIN_SAMPLES) and the others are interpolated: "about".
+PLAN_BUDGET = 40_000
+PLAN_MIN_SAMPLES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A sweep's planned size. `scenarios` is exact when `exact`, else an estimate."""
+
+    chunks: int
+    scenarios: int
+    exact: bool
+    configs: tuple[tuple[str, int, int], ...]  # (name, chunks, scenarios) per configuration
+
+
+def _restart_points(cfg: agentsweep.Config, first: int) -> int:
+    """How many points the restart reaches after a crash at `first`: the chunk's twice scenarios."""
+    played = agentsweep.play(cfg, (first,), record=True)
+    restart = played.processes[1].points if len(played.processes) > 1 else None
+    return len(restart or ())
+
+
+def _twice_count(cfg: agentsweep.Config, n: int, samples: int) -> int:
+    """The twice scenarios of a configuration of n first points, from `samples` of them played
+    (every one when samples >= n) and straight lines between them."""
+    if samples >= n:
+        return sum(_restart_points(cfg, f) for f in range(1, n + 1))
+    at = sorted({round(1 + i * (n - 1) / (samples - 1)) for i in range(samples)})
+    got = {f: _restart_points(cfg, f) for f in at}
+    total = 0
+    for a, b in itertools.pairwise(at):
+        for f in range(a, b):
+            total += got[a] + (got[b] - got[a]) * (f - a) / (b - a)
+    return round(total + got[at[-1]])
+
+
+@lru_cache(maxsize=32)
+def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int, runs: int, person: str,
+          budget: int, source_name: str) -> Plan:
+    _, clean, cfgs, _, npoints = _chunk_plan(
+        job_source, [{"name": n, "design": d, "tracker": t} for n, d, t in configs], depth, runs, person,
+        source_name)
+    sampled = depth == 2 and sum(n * n for n in npoints) > budget
+    rows = []
+    for c, cfg, n in zip(clean, cfgs, npoints, strict=True):
+        twice = 0
+        if depth == 2:
+            twice = _twice_count(cfg, n, max(PLAN_MIN_SAMPLES, budget // (len(cfgs) * n)) if sampled else n)
+        rows.append((c["name"], n, n + twice))
+    # A queue person's scenarios stop at open questions and go on after answers: an estimate.
+    return Plan(sum(npoints), sum(r[2] for r in rows), not sampled and person == Sweep.Person.SCRIPTED,
+                tuple(rows))
+
+
+def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+               person: str = "scripted", source_name: str = "uploaded job", budget: int = PLAN_BUDGET) -> Plan:
+    """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
+    see PLAN_BUDGET), computed with agentcore; nothing is stored or enqueued. Bad input raises
+    ValidationError as sweep_create does. Cached per process (the launch form asks on every change)."""
+    _clean_settings(job_source, depth, runs, person, source_name)
+    key = tuple((c["name"], c["design"], c["tracker"]) for c in _clean_configs(configs))
+    return _plan(job_source, key, depth, runs, person, budget, source_name)
+
+
 # --- running chunks --------------------------------------------------------------------------
 
 
@@ -269,7 +364,19 @@ def _scenario_row(sweep_id: int, config: int, r: Any, keep_timeline: bool, conn:
                              for name, v in (("timeline", r.timeline), ("effects", r.effects)))
     return (sweep_id, config, r.design, r.tracker, r.job[:200], r.runs, r.first_point, r.first_kind,
             r.first_label[:300], r.second_point or 0, r.second_kind or "", (r.second_label or "")[:300],
-            r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus, r.status, timeline, effects)
+            *_outcome(r), r.status, timeline, effects)
+
+
+OUTCOME_COLUMNS = ("duplicates", "missing", "asks", "approvals", "model_calls", "calls_plus")
+
+
+def _outcome(r: Any) -> tuple[int, int, int, int, int, int]:
+    """A record's duplicates, missing, asks, approvals, model_calls, calls_plus as stored: 0s for a
+    waiting scenario, whose tallies so far are no outcome (it has not made its calls yet: its calls+
+    would be negative), so that no sum over stored rows takes them for one."""
+    if r.status == Scenario.Status.WAITING:
+        return 0, 0, 0, 0, 0, 0
+    return r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus
 
 
 def _insert_scenarios(rows: list[tuple[Any, ...]]) -> None:
@@ -287,12 +394,17 @@ def _insert_scenarios(rows: list[tuple[Any, ...]]) -> None:
         cur.executemany(sql, rows)
 
 
-_CLAIMED = "id, sweep_id, config, first_point, kind, label, attempts"
+_CLAIMED = "id, sweep_id, config, first_point, kind, label, attempts, second_from, second_to"
+Claimed = tuple[int, int, int, int, str, str, int, int, int]  # a claimed chunk: the columns of _CLAIMED
+# A condition on a chunk row (one parameter: the cancelled status): its sweep is not cancelled.
+_NOT_CANCELLED = f"sweep_id NOT IN (SELECT id FROM {Sweep._meta.db_table} WHERE status = %s)"
 
 
-def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[tuple[int, int, int, int, str, str, int]]:
+def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[Claimed]:
     """Count an attempt at each unstored chunk and read it, in one statement (in `chunk_ids`'
-    order); with `fresh`, only if none of them was started before (else nothing is claimed)."""
+    order); with `fresh`, only if none of them was started before (else nothing is claimed). A chunk
+    of a cancelled sweep is not claimed (no attempt counted: it is skipped, not failed), nor one of
+    a deleted sweep (its row is gone)."""
     conn = transaction.get_connection()
     table = conn.ops.quote_name(Chunk._meta.db_table)
     ids = list(chunk_ids)
@@ -302,6 +414,8 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[tuple[int, 
     if fresh:
         sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"
         params += params
+    sql += f" AND {_NOT_CANCELLED}"
+    params.append(Sweep.Status.CANCELLED.value)
     with conn.cursor() as cur:
         cur.execute(f"{sql} RETURNING {_CLAIMED}", params)
         rows = {r[0]: tuple(r) for r in cur.fetchall()}
@@ -309,7 +423,10 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[tuple[int, 
 
 
 def _truth(question: dict[str, Any], durable: dict[str, Any]) -> bool:
-    """Whether the call asked about took effect: the tracker holds an effect with its origin."""
+    """Whether the call asked about had taken effect when it was asked: agentcore says so (the
+    tracker's records at the ask); a question stored before it did is read off the tracker's records."""
+    if "truth" in question:
+        return bool(question["truth"])
     origin = [question["run"], question["call"]["id"]]
     return any(e.get("origin") == origin for e in durable["tracker"]["effects"])
 
@@ -321,13 +438,15 @@ def _question(sweep_id: int, scenario_id: int, question: dict[str, Any], durable
 
 
 def _mark_stored(chunk_id: int, scenarios: int, saves: int) -> bool:
-    """The conditional UPDATE that makes one store of a chunk win: False if it was stored."""
+    """The conditional UPDATE that makes one store of a chunk win: False if it was stored, or its
+    sweep was cancelled (or deleted) while it played: then its rows are not stored either."""
     conn = transaction.get_connection()
     qn = conn.ops.quote_name
     with conn.cursor() as cur:
         cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s "
-                    "WHERE id = %s AND stored = %s",
-                    [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False])
+                    f"WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
+                    [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False,
+                     Sweep.Status.CANCELLED.value])
         return cur.rowcount == 1
 
 
@@ -361,7 +480,7 @@ def chunks_run(*, chunk_ids: Sequence[int]) -> int:
     return sum(chunk_run(chunk_id=c) for c in chunk_ids)
 
 
-def _run_and_store(claimed: list[tuple[int, int, int, int, str, str, int]]) -> int:
+def _run_and_store(claimed: list[Claimed]) -> int:
     """Play claimed chunks (of one sweep) in order and store them in one transaction. A chunk
     that raises stores the ones played before it, then the error goes up (the task's failure
     handler takes the first unstored chunk for the one that failed)."""
@@ -371,15 +490,20 @@ def _run_and_store(claimed: list[tuple[int, int, int, int, str, str, int]]) -> i
     if over:
         chunk_failed(chunk_id=over[0][0], error=f"started {over[0][6]} times without being stored")
         return 0
-    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").get(pk=sweep_id)
+    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").filter(pk=sweep_id).first()
+    if sweep is None:  # deleted since the claim: nothing to play, nothing to store
+        return 0
     played: list[tuple[int, agentsweep.ChunkResult]] = []
+    later = [c[0] for c in claimed if c[7]]  # chunks made after an answer replay it with their answers
+    answers = dict(Chunk.objects.filter(pk__in=later).values_list("pk", "answers")) if later else {}
     try:
-        for chunk_id, _, config, first_point, kind, label, _ in claimed:
+        for chunk_id, _, config, first_point, kind, label, _, second_from, second_to in claimed:
             # Timelines are kept only for waiting scenarios (their page needs them while they
             # wait); any other scenario's timeline is replayed on demand (scenario_timeline).
-            played.append((chunk_id, agentsweep.run_chunk(
-                agent_config(sweep, config), agentsweep.Chunk(config, first_point, kind, label), sweep.depth,
-                collect=sweep.person == Sweep.Person.QUEUE)))
+            chunk = agentsweep.Chunk(config, first_point, kind, label, second_from, second_to,
+                                     answers.get(chunk_id) or {})
+            played.append((chunk_id, agentsweep.run_chunk(agent_config(sweep, config), chunk, sweep.depth,
+                                                          collect=sweep.person == Sweep.Person.QUEUE)))
     finally:
         stored = _store(sweep_id, played) if played else 0
     if stored and not _unstored(sweep_id):
@@ -418,7 +542,8 @@ def chunk_failed(*, chunk_id: int, error: str) -> None:
         return
     msg = (f"chunk {chunk.pk} (configuration {chunk.config + 1}, first point {chunk.first_point}) failed: "
            f"{error}"[:2000])
-    Sweep.objects.filter(pk=chunk.sweep_id).exclude(status=Sweep.Status.DONE).update(
+    # A cancelled sweep stays cancelled: its chunks are skipped, never counted as failed.
+    Sweep.objects.filter(pk=chunk.sweep_id).exclude(status__in=[Sweep.Status.DONE, Sweep.Status.CANCELLED]).update(
         status=Sweep.Status.FAILED, error=msg)
 
 
@@ -429,10 +554,14 @@ def chunks_failed(*, chunk_ids: Sequence[int], error: str) -> None:
         chunk_failed(chunk_id=pk, error=error)
 
 
-def sweep_finalize(*, sweep_id: int) -> Sweep:
-    """Derive the sweep's status from its rows; cache the table once it is done. Idempotent."""
-    sweep = Sweep.objects.get(pk=sweep_id)
-    if sweep.status == Sweep.Status.DONE:
+def sweep_finalize(*, sweep_id: int) -> Sweep | None:
+    """Derive the sweep's status from its rows; cache the table once it is done. Idempotent.
+
+    A cancelled sweep becomes done only when everything is there: every chunk stored and no
+    question left unresolved (the cancel came after the last chunk was stored); otherwise it stays
+    cancelled, with its stored rows, until its resume button. None if the sweep was deleted."""
+    sweep = Sweep.objects.filter(pk=sweep_id).first()
+    if sweep is None or sweep.status == Sweep.Status.DONE:
         return sweep
     if Chunk.objects.filter(sweep_id=sweep_id, stored=False).exists():
         return sweep
@@ -453,8 +582,9 @@ def sweep_resume(*, sweep_id: int) -> int:
     sweep: killed workers, a lost message, a broker that was down). Returns how many tasks.
 
     The sweep page's resume button: a failed sweep runs again, and each missing chunk gets a fresh
-    bound of MAX_CHUNK_ATTEMPTS. A broker that cannot be reached fails the sweep with a message
-    and raises (kombu's OperationalError) for the page to report."""
+    bound of MAX_CHUNK_ATTEMPTS. A cancelled sweep runs again (status running; finalize then
+    derives waiting or done if nothing is missing). A broker that cannot be reached fails the sweep
+    with a message and raises (kombu's OperationalError) for the page to report."""
     return _requeue(sweep_id, manual=True)
 
 
@@ -472,6 +602,8 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int
             Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound for each resume
         if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
             Sweep.objects.filter(pk=sweep_id).update(status=Sweep.Status.RUNNING, error="")
+        if manual and sweep.status == Sweep.Status.CANCELLED:
+            Sweep.objects.filter(pk=sweep_id).update(status=Sweep.Status.RUNNING, error="", finished_at=None)
         if chunk_ids or question_ids:
             transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
                                                    fail_sweep=manual))
@@ -562,6 +694,56 @@ def _queued_messages() -> int | None:
         return None
 
 
+# --- cancel, delete, name and notes ----------------------------------------------------------
+
+
+def sweep_cancel(*, sweep_id: int) -> bool:
+    """Cancel a running or waiting sweep; True if this call cancelled it (False: it is done, failed
+    or cancelled already; a second click changes nothing).
+
+    Its queued chunks are skipped by the workers (not stored, not counted as failed: `_claim`), a
+    chunk playing at that moment is not stored (`_mark_stored`), answered questions wait, and the
+    stall watchdog leaves it alone; the rows stored before stay. `sweep_resume` goes on from there."""
+    return bool(Sweep.objects.filter(pk=sweep_id, status__in=[Sweep.Status.RUNNING, Sweep.Status.WAITING]).update(
+        status=Sweep.Status.CANCELLED, finished_at=timezone.now()))
+
+
+def sweep_delete(*, sweep_id: int) -> dict[str, int]:
+    """Delete a sweep with its chunks, scenarios and questions; how many of each were removed
+    (all zero if it was gone already). Its tasks still queued find no chunk and do nothing.
+
+    Scenarios go in one DELETE statement: Django's cascade would read every row's ID first (a
+    10-run table has 814,560)."""
+    with transaction.atomic():
+        if not Sweep.objects.select_for_update().filter(pk=sweep_id).exists():
+            return {"sweeps": 0, "chunks": 0, "scenarios": 0, "questions": 0}
+        questions = Question.objects.filter(sweep_id=sweep_id).delete()[0]
+        conn = transaction.get_connection()
+        with conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {conn.ops.quote_name(Scenario._meta.db_table)} WHERE sweep_id = %s",
+                        [sweep_id])
+            scenarios = cur.rowcount
+        chunks = Chunk.objects.filter(sweep_id=sweep_id).delete()[0]
+        Sweep.objects.filter(pk=sweep_id).delete()
+    return {"sweeps": 1, "chunks": chunks, "scenarios": scenarios, "questions": questions}
+
+
+def _clean_name_notes(name: Any, notes: Any) -> tuple[str, str]:
+    _check(isinstance(name, str) and isinstance(notes, str), "the name and the notes must be text")
+    name = name.strip()
+    _check(len(name) <= MAX_NAME, f"the name must be at most {MAX_NAME} characters")
+    _check(len(notes) <= MAX_NOTES, f"the notes must be at most {MAX_NOTES:,} characters")
+    _check("\x00" not in name + notes, "the name and the notes must not contain a NUL character")
+    return name, notes
+
+
+def sweep_update_notes(*, sweep_id: int, name: str, notes: str) -> bool:
+    """Set a sweep's name and notes (the person's words; the sweep itself is unchanged); False if
+    the sweep is gone. Bad values raise ValidationError."""
+    name, notes = _clean_name_notes(name, notes)
+    return bool(Sweep.objects.filter(pk=sweep_id).update(name=name, notes=notes))
+
+
 # --- questions -------------------------------------------------------------------------------
 
 
@@ -590,7 +772,7 @@ def questions_answer_truthfully(*, sweep_id: int, user: Any) -> int:
 
 _DURABLE_KEYS: dict[str, type | tuple[type, ...]] = {
     "tracker": dict, "attempts": list, "model_calls": int, "answers": dict, "asks": int, "prompts": int,
-    "decisions": dict, "files": dict, "seq": int, "counted": int, "plan": list, "timeline": list,
+    "decisions": dict, "files": dict, "seq": int, "plan": list, "timeline": list,
 }
 
 
@@ -627,31 +809,52 @@ def question_resume(*, question_id: int) -> bool:
     q = Question.objects.select_related("scenario", "sweep").filter(pk=question_id).first()
     if q is None or q.status != Question.Status.ANSWERED:
         return False
+    if q.sweep.status == Sweep.Status.CANCELLED:
+        return False  # stays answered: the sweep's resume button queues it again
     sc, sweep = q.scenario, q.sweep
     name = f"question {q.pk} (scenario {sc.pk})"
     try:
         durable = check_durable(q.durable, name)
-        record, played = agentsweep.resume(agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)},
-                                           *_points(sc))
+        resumed = agentsweep.resume(agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)}, *_points(sc),
+                                    depth=sweep.depth)
     except (CheckpointError, KeyError, TypeError, ValueError, AttributeError) as e:
         err = e if isinstance(e, CheckpointError) else CheckpointError(f"{name}: stored durable state is unusable "
                                                                         f"({type(e).__name__}: {e})")
         Sweep.objects.filter(pk=sweep.pk).update(error=str(err)[:2000])
         raise err from None
+    record, played = resumed.record, resumed.played
     with transaction.atomic():
         if not Question.objects.filter(pk=q.pk, status=Question.Status.ANSWERED).update(
                 status=Question.Status.RESUMED):
             transaction.set_rollback(True)
             return False
         Scenario.objects.filter(pk=sc.pk).update(
-            duplicates=record.duplicates, missing=record.missing, asks=record.asks, approvals=record.approvals,
-            model_calls=record.model_calls, calls_plus=record.calls_plus, status=record.status,
+            **dict(zip(OUTCOME_COLUMNS, _outcome(record), strict=True)), status=record.status,
             timeline=record.timeline, effects=record.effects)
         if record.status == "waiting" and played.question is not None and played.durable is not None:
             Question.objects.bulk_create([_question(sweep.pk, sc.pk, played.question, played.durable)],
                                          ignore_conflicts=True)
+        later = resumed.chunk(sc.config)
+        if later is not None:
+            _add_later_chunk(sweep, later)
     sweep_finalize(sweep_id=sweep.pk)
     return True
+
+
+def _add_later_chunk(sweep: Sweep, chunk: agentsweep.Chunk) -> None:
+    """In a resume's transaction: the twice scenarios at the restart points the answer let the once
+    scenario reach, as a chunk of their own; counted in the sweep's total, which runs again until it
+    is stored, and enqueued on commit. The resume that makes it wins its question's conditional
+    UPDATE first, and the chunk's identity is unique: a redelivered resume makes nothing twice."""
+    row, made = Chunk.objects.get_or_create(
+        sweep_id=sweep.pk, config=chunk.config, first_point=chunk.first, second_from=chunk.second_from,
+        defaults={"kind": chunk.kind[:40], "label": chunk.label[:300], "second_to": chunk.second_to,
+                  "answers": chunk.answers})
+    if not made:
+        return
+    Sweep.objects.filter(pk=sweep.pk).update(total_chunks=F("total_chunks") + 1)
+    Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.WAITING).update(status=Sweep.Status.RUNNING)
+    transaction.on_commit(lambda: _enqueue(sweep, chunk_ids=[row.pk]))
 
 
 # --- timelines -------------------------------------------------------------------------------
@@ -667,8 +870,6 @@ def scenario_timeline(*, scenario_id: int) -> list[dict[str, Any]]:
         pending = list(sc.questions.exclude(status=Question.Status.RESUMED))
         for q in pending:
             check_durable(q.durable, f"question {q.pk} (scenario {sc.pk})")
-        if sc.timeline is None and pending:
-            return list(pending[-1].durable["timeline"])
     if sc.timeline is not None:
         return sc.timeline
     timeline, effects = scenario_replay(sc)
@@ -679,8 +880,14 @@ def scenario_timeline(*, scenario_id: int) -> list[dict[str, Any]]:
 def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Play a stored scenario again with agentcore (its plan and any answers given): the
     timeline and the tracker's effects. Writes nothing."""
+    def answers(**scenario: Any) -> dict[str, bool]:
+        return {qid: bool(a) for qid, a in Question.objects.filter(answer__isnull=False, **scenario)
+                .values_list("qid", "answer")}
+
     cfg = agent_config(sc.sweep, sc.config)
-    plan = (sc.first_point, sc.second_point) if sc.second_point else (sc.first_point,)
-    answers = {qid: bool(a) for qid, a in sc.questions.filter(answer__isnull=False).values_list("qid", "answer")}
-    played = agentsweep.play(cfg, plan, collect=True, answers=answers or None)
+    once: dict[str, bool] = {}
+    if sc.second_point and sc.sweep.person == Sweep.Person.QUEUE:  # its restart went on with these
+        once = answers(scenario__sweep_id=sc.sweep_id, scenario__config=sc.config,
+                       scenario__first_point=sc.first_point, scenario__second_point=0)
+    played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once)
     return played.timeline or [], played.effects or []

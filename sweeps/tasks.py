@@ -100,6 +100,16 @@ def worker_environ() -> dict[str, str]:
     return env
 
 
+def queue_workers(timeout: float = 1.0, limit: int | None = None) -> list[str]:
+    """The workers consuming this process's task queue, by name, asked over the broker's control
+    channel (Celery's remote control: `inspect().active_queues()`); [] if none answers within
+    `timeout` seconds. With `limit`, it stops waiting after that many replies. A solo-pool worker
+    answers between two tasks. An unreachable broker raises kombu's errors."""
+    queue = str(app.conf.task_default_queue)
+    replies = app.control.inspect(timeout=timeout, limit=limit).active_queues() or {}
+    return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
+
+
 def worker_argv(name: str, loglevel: str = "WARNING", *, pool: str = "solo", concurrency: int = 1) -> list[str]:
     """A worker on this process's queue. The default, one solo-pool process, runs tasks in the
     worker's own process: it fetches the next message as soon as a task ends, where a prefork pool

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -31,9 +32,10 @@ from django.http import (
     StreamingHttpResponse,
 )
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.template.defaultfilters import pluralize
+from django.urls import Resolver404, resolve, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from kombu.exceptions import OperationalError as BrokerError
 
 from agentcore.checkpoint import CheckpointError
@@ -43,11 +45,14 @@ from agentcore.report import TITLES
 from sweeps import charts, exports, selectors, services
 from sweeps.forms import (
     AnswerForm,
+    BackForm,
+    CompareForm,
     HeatmapForm,
     LaunchForm,
     PageForm,
     QuestionListForm,
     ScenarioFilterForm,
+    SweepNotesForm,
     new_request_token,
     printable,
 )
@@ -58,16 +63,20 @@ SCENARIOS_PER_PAGE = 50
 QUESTIONS_PER_PAGE = 25
 # A running sweep that stored no chunk for this long is offered the resume button.
 STALL_SECONDS = 60
-# The table's columns and the scenario filter each number links to.
+# The table's columns and the scenario filter each number links to. A count column's number is the
+# list's count; a sum column names its metric (`sum`), whose total over the list the list states.
 COLUMN_FILTERS = {
     "once": {"twice": "no"},
     "twice": {"twice": "yes"},
     "with_dups": {"has_dups": "yes"},
-    "dups": {"has_dups": "yes"},
-    "missing": {"missing": "yes"},
-    "asks": {"asked": "yes"},
-    "calls_plus": {"extra_calls": "yes"},
+    "dups": {"has_dups": "yes", "sum": "duplicates"},
+    "missing": {"missing": "yes", "sum": "missing"},
+    "asks": {"asked": "yes", "sum": "asks"},
+    "calls_plus": {"extra_calls": "yes", "sum": "calls_plus"},
 }
+
+# The scenario list's totals line: each metric's name as the list's own columns title it, in their order.
+LIST_METRIC_TITLES = {"duplicates": "dups", "missing": "missing", "asks": "asks", "calls_plus": "calls+"}
 
 View = Callable[..., HttpResponseBase]
 log = logging.getLogger(__name__)
@@ -125,11 +134,19 @@ def _page(paginator: Paginator, number: int | None) -> Any:
 @require_safe
 @read_access
 def sweep_list(request: HttpRequest) -> HttpResponse:
-    form = LaunchForm(initial={"request_token": new_request_token()}) if request.user.is_authenticated else None
-    return _render_list(request, form)
+    form = plan = None
+    if request.user.is_authenticated:
+        form = LaunchForm(initial={"request_token": new_request_token()})
+        # The default form's planned size (cached per process); the page's script asks again on changes.
+        plan = _plan_summary(services.sweep_plan(
+            job_source=services.builtin_job_source("triage"), configs=services.table_configs_for(),
+            depth=form.fields["depth"].initial, runs=form.fields["runs"].initial,
+            person=form.fields["person"].initial), form.fields["depth"].initial, form.fields["runs"].initial)
+    return _render_list(request, form, plan=plan)
 
 
-def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 200) -> HttpResponse:
+def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 200,
+                 plan: dict[str, Any] | None = None) -> HttpResponse:
     pf = PageForm(request.GET)
     if not pf.is_valid():
         return _bad_request(request, "bad page number", pf)
@@ -138,12 +155,70 @@ def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 20
     page = _page(paginator, number)
     if page is None:
         return _bad_request(request, f"there is no page {number} (pages 1 to {paginator.num_pages})")
-    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form}, status=status)
+    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form, "plan": plan}, status=status)
+
+
+def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
+    """The configurations a valid launch form asks for."""
+    if data["preset"] == "table":
+        return services.table_configs_for(data["job_obj"])
+    return services.configs_for(data["designs"], data["trackers"])
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(round(seconds), 1)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _plan_summary(plan: services.Plan, depth: int, runs: int) -> dict[str, Any]:
+    """The planned size with the time estimate from selectors.measured_rate, and a line saying both."""
+    rate, sweeps, which = selectors.measured_rate(depth=depth, runs=runs)
+    seconds = plan.scenarios / rate
+    # An estimated count is given to 3 significant figures: more would claim a precision it has not.
+    shown = plan.scenarios if plan.exact else int(float(f"{plan.scenarios:.3g}"))
+    basis = (f"measured over {sweeps} finished sweep{'s' * (sweeps != 1)} here"
+             f"{'' if which == 'any' else ' (' + which + ')'}" if sweeps
+             else "the default rate: no sweep has finished here yet")
+    text = (f"{plan.chunks:,} chunk{'s' * (plan.chunks != 1)} · {'' if plan.exact else 'about '}{shown:,} "
+            f"scenario{'s' * (shown != 1)} · about {_duration(seconds)} at {rate:,.0f} scenarios/s, {basis}")
+    return {"chunks": plan.chunks, "scenarios": plan.scenarios, "exact": plan.exact, "seconds": round(seconds, 1),
+            "rate": round(rate, 1), "rate_sweeps": sweeps, "rate_basis": which, "text": text,
+            "configs": [{"name": n, "chunks": c, "scenarios": k} for n, c, k in plan.configs]}
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def sweep_launch(request: HttpRequest) -> HttpResponse:
+    """POST launches; GET (a reload of the address the form posted to) goes to the form."""
+    if request.method != "POST":
+        return HttpResponseRedirect(reverse("sweeps:list") + "#launch")
+    return _launch(request)
 
 
 @require_POST
 @login_for_post
-def sweep_launch(request: HttpRequest) -> HttpResponse:
+def sweep_plan(request: HttpRequest) -> JsonResponse:
+    """The launch form's planned size, as JSON, from the form's fields (nothing stored or enqueued):
+    {"chunks", "scenarios", "exact", "seconds", "text", ...}, or 400 with {"errors": [...]}."""
+    form = LaunchForm(request.POST, request.FILES)
+    if not form.is_valid():
+        errors = [f"{'' if field == '__all__' else field + ': '}{m}" for field, ms in form.errors.items() for m in ms]
+        return JsonResponse({"errors": errors}, status=400)
+    data = form.cleaned_data
+    try:
+        plan = services.sweep_plan(job_source=data["job_source"], configs=_launch_configs(data), depth=data["depth"],
+                                   runs=data["runs"], person=data["person"])
+    except ValidationError as e:
+        return JsonResponse({"errors": e.messages}, status=400)
+    except DatabaseError as e:
+        return JsonResponse({"errors": [f"the database is unreachable ({e})"]}, status=503)
+    return JsonResponse(_plan_summary(plan, data["depth"], data["runs"]))
+
+
+@login_for_post
+def _launch(request: HttpRequest) -> HttpResponse:
     form = LaunchForm(request.POST, request.FILES)
     if not form.is_valid():
         if "request_token" in form.errors:  # a mangled form: give the next submit a fresh token
@@ -151,14 +226,12 @@ def sweep_launch(request: HttpRequest) -> HttpResponse:
             form.data["request_token"] = new_request_token()
         return _render_list(request, form, status=400)
     data = form.cleaned_data
-    if data["preset"] == "table":
-        configs = services.table_configs_for(data["job_obj"])
-    else:
-        configs = services.configs_for(data["designs"], data["trackers"])
+    configs = _launch_configs(data)
     try:
         sweep = services.sweep_create(user=request.user, job_source=data["job_source"], configs=configs,
                                       depth=data["depth"], runs=data["runs"], person=data["person"],
-                                      request_token=data["request_token"])
+                                      request_token=data["request_token"], name=data["name"],
+                                      notes=data["notes"])
     except ValidationError as e:
         for message in e.messages:
             form.add_error(None, message)
@@ -176,23 +249,45 @@ def sweep_launch(request: HttpRequest) -> HttpResponse:
 @read_access
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = _sweep_or_404(sweep_id)
-    base = reverse("sweeps:scenarios", args=[sweep.pk])
-    rows = []
-    for i, row in enumerate(selectors.sweep_table_rows(sweep)):
-        cells = []
-        for col in COLUMNS:
-            query = "&".join(f"{k}={v}" for k, v in {"config": i, **COLUMN_FILTERS[col]}.items())
-            cells.append({"value": getattr(row, col), "url": f"{base}?{query}"})
-        rows.append({"name": row.name, "config": i, "url": f"{base}?config={i}", "cells": cells})
+    table = _table(sweep)
     progress = selectors.sweep_progress(sweep)
+    may_change = selectors.may_change(request.user, sweep, "change")
     return render(request, "sweeps/sweep_detail.html", {
-        "sweep": sweep, "rows": rows, "titles": TITLES, "progress": progress,
+        "sweep": sweep, "table": table, "rows": table["rows"], "titles": TITLES, "progress": progress,
         "stalled": _stalled(sweep, progress),
+        "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
+        "may_delete": selectors.may_change(request.user, sweep, "delete"),
+        "notes_form": SweepNotesForm(instance=sweep) if may_change else None,
     })
 
 
+def _table(sweep: Sweep) -> dict[str, Any]:
+    """The comparison table, for the sweep page and for its progress poll alike: {"partial",
+    "waiting", "rows"}, each row with its cells, a number (None when it is not final) and the link
+    to the scenarios behind it (COLUMN_FILTERS), and with how many of its scenarios wait."""
+    table = selectors.sweep_table_live(sweep)
+    base = reverse("sweeps:scenarios", args=[sweep.pk])
+    rows = []
+    for i, row in enumerate(table["rows"]):
+        waiting = row["waiting"]
+        not_final = (f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
+                     "for an answer" if waiting else "")
+        cells = []
+        for col in COLUMNS:
+            query = "&".join(f"{k}={v}" for k, v in {"config": i, **COLUMN_FILTERS[col]}.items())
+            value = row["values"][col]
+            cells.append({"col": col, "value": value, "url": f"{base}?{query}",
+                          "title": not_final if value is None else ""})
+        rows.append({"name": row["name"], "config": i, "url": f"{base}?config={i}", "cells": cells,
+                     "waiting": waiting, "waiting_url": f"{base}?config={i}&status=waiting"})
+    return {"partial": table["partial"], "waiting": table["waiting"], "rows": rows}
+
+
 def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:
-    """Chunks are missing and nothing will store them: the sweep failed, or no chunk was stored for a while."""
+    """Chunks are missing and nothing will store them: the sweep failed or was cancelled, or no chunk
+    was stored for a while. (A cancelled sweep is always offered its resume.)"""
+    if sweep.status == Sweep.Status.CANCELLED:
+        return True
     if progress["chunks_stored"] >= progress["total_chunks"]:
         return False
     return sweep.status == Sweep.Status.FAILED or (
@@ -202,8 +297,9 @@ def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:
 @require_safe
 @read_access
 def sweep_progress(request: HttpRequest, sweep_id: int) -> JsonResponse:
+    """The progress box's numbers and the comparison table (the page updates both in place)."""
     sweep = _sweep_or_404(sweep_id)
-    return JsonResponse(selectors.sweep_progress(sweep))
+    return JsonResponse({**selectors.sweep_progress(sweep), "table": _table(sweep)})
 
 
 @require_POST
@@ -217,7 +313,68 @@ def sweep_resume(request: HttpRequest, sweep_id: int) -> HttpResponse:
     except (BrokerError, DatabaseError, OSError) as e:
         messages.error(request, f"could not resume: the queue or the database is unreachable ({e})")
     else:
-        messages.success(request, f"{n} missing chunk(s) queued again" if n else "nothing to resume")
+        messages.success(request, f"{n} missing chunk{pluralize(n)} queued again" if n else "nothing to resume")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)
+
+
+@require_POST
+@login_for_post
+def sweep_cancel(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Any logged-in user may cancel (as resume, it loses nothing: stored rows stay, resume goes on)."""
+    sweep = _sweep_or_404(sweep_id)
+    try:
+        cancelled = services.sweep_cancel(sweep_id=sweep.pk)
+    except DatabaseError as e:
+        messages.error(request, f"could not cancel: the database is unreachable ({e})")
+    else:
+        if cancelled:
+            messages.success(request, f"sweep {sweep.pk} cancelled: its queued chunks are skipped and the rows "
+                                      "stored so far are kept; resume goes on from there")
+        else:
+            messages.info(request, f"sweep {sweep.pk} is {sweep.status}: there is nothing to cancel")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)
+
+
+def _owner_or_staff(request: HttpRequest, sweep: Sweep, action: str) -> None:
+    if not selectors.may_change(request.user, sweep, action):
+        raise PermissionDenied(f"only the sweep's owner or staff may {action} it")
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def sweep_delete(request: HttpRequest, sweep_id: int) -> HttpResponseBase:
+    """GET: the confirm page (what goes: scenarios, questions); POST: delete, then the list. The
+    sweep's owner or staff only (others 403); anonymous: a GET goes to log in, a POST is 403."""
+    if not request.user.is_authenticated:
+        if request.method == "POST":
+            raise PermissionDenied("log in to do this")
+        return redirect_to_login(request.get_full_path())
+    sweep = _sweep_or_404(sweep_id)
+    _owner_or_staff(request, sweep, "delete")
+    if request.method != "POST":
+        return render(request, "sweeps/sweep_delete.html", {"sweep": sweep,
+                                                            "contents": selectors.sweep_contents(sweep)})
+    try:
+        removed = services.sweep_delete(sweep_id=sweep.pk)
+    except DatabaseError as e:
+        messages.error(request, f"could not delete: the database is unreachable ({e})")
+        return redirect("sweeps:detail", sweep_id=sweep.pk)
+    messages.success(request, f"sweep {sweep.pk} deleted with its {removed['scenarios']:,} scenario"
+                              f"{pluralize(removed['scenarios'])} and {removed['questions']:,} question"
+                              f"{pluralize(removed['questions'])}")
+    return redirect("sweeps:list")
+
+
+@require_POST
+@login_for_post
+def sweep_edit(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Save the sweep's name and notes (its owner or staff)."""
+    sweep = _sweep_or_404(sweep_id)
+    _owner_or_staff(request, sweep, "change")
+    form = SweepNotesForm(request.POST, instance=sweep)
+    if not form.is_valid():
+        return _bad_request(request, "bad name or notes", form)
+    services.sweep_update_notes(sweep_id=sweep.pk, name=form.cleaned_data["name"], notes=form.cleaned_data["notes"])
+    messages.success(request, "name and notes saved")
     return redirect("sweeps:detail", sweep_id=sweep.pk)
 
 
@@ -233,10 +390,10 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     metric, config = form.cleaned_data["metric"], form.cleaned_data["config"]
     names = [c["name"] for c in sweep.configs]
     labels = selectors.point_labels(sweep)
-    fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep, metric), names, labels, metric)
+    fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep), names, labels, metric)
     fig2 = None
     if names and sweep.depth == 2:
-        cells = selectors.heatmap_first_second(sweep, config, metric)
+        cells = selectors.heatmap_first_second(sweep, config)
         labels = {f: label for (c, f), label in labels.items() if c == config}
         if cells:
             fig2 = charts.first_second_figure(cells, labels, names[config], metric)
@@ -246,6 +403,8 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
         "fig1_json": _script_json(charts.to_json(fig1)),
         "fig2_json": _script_json(charts.to_json(fig2)) if fig2 else None,
         "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
+        "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
+        "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
     })
 
 
@@ -264,8 +423,9 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
         return _bad_request(request, "bad filter values", form)
     filters = form.filters()
     number = form.cleaned_data.get("page") or 1
+    totals = selectors.scenario_totals(sweep, filters)
     try:
-        page, scenarios = selectors.scenario_page(sweep, filters, number, SCENARIOS_PER_PAGE)
+        page, scenarios = selectors.scenario_page(sweep, filters, number, SCENARIOS_PER_PAGE, count=totals["count"])
     except InvalidPage:
         return _bad_request(request, f"there is no page {number} with these filters")
     query = request.GET.copy()
@@ -273,9 +433,12 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     names = [c["name"] for c in sweep.configs]
     for s in scenarios:
         s.config_name = names[s.config] if 0 <= s.config < len(names) else str(s.config)  # type: ignore[attr-defined]
+    summed = form.cleaned_data.get("sum") or ""
     return render(request, "sweeps/scenario_list.html", {
         "sweep": sweep, "form": form, "page": page, "scenarios": scenarios, "query": query.urlencode(),
-        "filtered": bool(filters),
+        "filtered": bool(filters), "here": request.get_full_path(), "summed": summed,
+        "summed_title": charts.METRIC_TITLES.get(summed, ""), "summed_total": totals.get(summed, 0),
+        "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
     })
 
 
@@ -324,22 +487,106 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     effect_rows = [{"effect": e, "origin": e.get("origin"), "args": json.dumps(e.get("args"), sort_keys=True),
                     "answer": json.dumps(e.get("answer"), sort_keys=True),
                     "duplicate": counts[json.dumps(e.get("origin"))] > 1} for e in effects]
+    lanes = charts.timeline_lanes(timeline, effects)
+    dup_events = set(lanes["duplicates"])
     crashes = 0
     events = []
     for n, ev in enumerate(timeline, 1):
         kind = str(ev.get("kind", ""))
         if kind == "crash":
             crashes += 1
-        events.append({"n": n, "kind": kind, "text": ev.get("text", ""), "crash_no": crashes if kind == "crash" else 0})
+        events.append({"n": n, "kind": kind, "text": ev.get("text", ""), "crash_no": crashes if kind == "crash" else 0,
+                       "duplicate": n in dup_events})
     cfgs = scenario.sweep.configs
     return render(request, "sweeps/scenario_detail.html", {
         "sweep": scenario.sweep, "scenario": scenario, "events": events, "error": error, "effects": effect_rows,
         "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
         "questions": scenario.questions.select_related("answered_by").defer("durable"),
+        "lanes": lanes if events else None,
+        "back": _back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
     })
 
 
+# The pages a scenario's "back" link may return to (the pages that link to a scenario).
+BACK_PAGES = {"sweeps:scenarios", "sweeps:heatmap", "sweeps:sweep_questions", "sweeps:questions", "sweeps:detail"}
+
+
+def _back_url(request: HttpRequest, fallback: str) -> str:
+    """The `back` parameter when it is a path of this site to one of BACK_PAGES, else the fallback."""
+    form = BackForm(request.GET)
+    candidate = form.cleaned_data.get("back") if form.is_valid() else None
+    url = _next_url(request, candidate, "")
+    if not url:
+        return fallback
+    try:
+        match = resolve(urlsplit(url).path)
+    except Resolver404:
+        return fallback
+    return url if match.view_name in BACK_PAGES else fallback
+
+
+# --- compare two sweeps ------------------------------------------------------------------------
+
+def _compare_pair(request: HttpRequest) -> tuple[CompareForm, tuple[Sweep, Sweep] | None, HttpResponse | None]:
+    """The compare form, the two sweeps when both were chosen, or the 400 page for bad values
+    (an unknown sweep raises Http404)."""
+    form = CompareForm(request.GET)
+    if not form.is_valid():
+        form.offer(selectors.compare_choices())
+        return form, None, _bad_request(request, "bad sweep IDs to compare", form)
+    ids = form.pair()
+    form.offer(selectors.compare_choices([i for i in (form.cleaned_data.get("a"), form.cleaned_data.get("b"))
+                                          if i is not None]))
+    if ids is None:
+        return form, None, None
+    return form, (_sweep_or_404(ids[0]), _sweep_or_404(ids[1])), None
+
+
+@require_safe
+@read_access
+def compare(request: HttpRequest) -> HttpResponse:
+    form, pair, bad = _compare_pair(request)
+    if bad is not None:
+        return bad
+    context: dict[str, Any] = {"form": form, "titles": TITLES, "side_columns": len(COLUMNS),
+                               "all_columns": 1 + 2 * len(COLUMNS)}
+    if pair is not None:
+        a, b = pair
+        rows = selectors.sweep_compare(a, b)
+        setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
+                 (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"))]
+        context.update({
+            "a": a, "b": b, "rows": rows, "changed": sum(r["changed"] for r in rows),
+            "only_a": sum(r["b"] is None for r in rows), "only_b": sum(r["a"] is None for r in rows),
+            "setup_differs": [s for s in setup if s[1] != s[2]],
+            "same_job": selectors.same_job(a, b),
+            "query": request.GET.urlencode(),
+        })
+    return render(request, "sweeps/compare.html", context)
+
+
+@require_safe
+@login_required
+def compare_export(request: HttpRequest) -> HttpResponse:
+    form, pair, bad = _compare_pair(request)
+    if bad is not None:
+        return bad
+    if pair is None:
+        return _bad_request(request, "choose two sweeps to compare (a and b)", form)
+    a, b = pair
+    response = HttpResponse(exports.compare_csv(selectors.sweep_compare(a, b), a.pk, b.pk),
+                            content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="compare-sweep-{a.pk}-with-{b.pk}.csv"'
+    return response
+
+
 # --- 5. questions ------------------------------------------------------------------------------
+
+
+def run_name(qid: str) -> str:
+    """The job run a question ID ("0:call_1": run index, call) names, as timelines name it: "run-1"."""
+    head = str(qid).split(":", 1)[0]
+    return f"run-{int(head) + 1}" if head.isdigit() else str(qid)
 
 
 def _durable_problems(question_ids: list[int]) -> dict[int, str]:
@@ -367,6 +614,7 @@ def _question_page(request: HttpRequest, sweep: Sweep | None) -> HttpResponse:
     for q in page.object_list:
         q.args_json = json.dumps(q.call.get("args") if isinstance(q.call, dict) else q.call, sort_keys=True)
         q.state_error = problems.get(q.pk, "")
+        q.run_name = run_name(q.qid)
     return render(request, "sweeps/question_list.html", {
         "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep),
         "here": request.get_full_path(),
@@ -430,7 +678,7 @@ def questions_answer_all(request: HttpRequest, sweep_id: int) -> HttpResponse:
     except (BrokerError, DatabaseError, OSError) as e:
         messages.error(request, f"the answers could not be stored: the queue or the database is unreachable ({e})")
     else:
-        messages.success(request, f"{n} open question(s) answered from the tracker's records")
+        messages.success(request, f"{n} open question{pluralize(n)} answered from the tracker's records")
     return redirect("sweeps:sweep_questions", sweep_id=sweep.pk)
 
 
@@ -442,6 +690,14 @@ def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
     if fmt not in exports.TABLE_FORMATS:
         raise Http404(f"no table format {fmt!r}")
     sweep = _sweep_or_404(sweep_id)
+    if sweep.status != Sweep.Status.DONE:  # a file would show partial counts as the table
+        waiting = sum(selectors.waiting_by_config(sweep).values())
+        why = f"{waiting} scenario{pluralize(waiting)} wait{pluralize(waiting, 's,')} for an answer" if waiting else (
+            "its counts grow until every chunk is stored")
+        return render(request, "sweeps/bad_request.html", {
+            "title": "Not final yet",
+            "message": f"sweep {sweep.pk} is {sweep.status}: its table is not final ({why}); export it once the "
+                       "sweep is done. The scenario rows can be exported now."}, status=409)
     text = exports.table_text(selectors.sweep_table_rows(sweep), fmt)
     response = HttpResponse(text, content_type=exports.TABLE_FORMATS[fmt][1])
     response["Content-Disposition"] = f'attachment; filename="{exports.filename(sweep.pk, "table", fmt)}"'

@@ -144,6 +144,8 @@ SWEEPSITE_MAX_JOB_BYTES = 1_000_000
 BROKER_DIR = VAR_DIR / "broker"
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL.startswith("filesystem"):
+    # Kombu's filesystem transport, with messages written whole before a worker can see them.
+    CELERY_BROKER_TRANSPORT = "sweepsite.broker:Transport"
     for sub in ("out", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {

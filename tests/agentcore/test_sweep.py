@@ -1,10 +1,11 @@
 import json
+from dataclasses import replace
 
 import pytest
 
 from agentcore import designs, jobs
 from agentcore.records import ScenarioRecord
-from agentcore.sweep import Config, sweep, table_configs
+from agentcore.sweep import Chunk, Config, play, points, resume, run_chunk, sweep, table_configs
 
 TRIAGE = jobs.load("triage")
 
@@ -24,6 +25,17 @@ HARDER = [n for n in ("tool fails after accept, keyed tracker", "tool fails afte
 @pytest.fixture(scope="module")
 def table():
     return sweep(table_configs(TRIAGE), collect=False)
+
+
+@pytest.mark.parametrize(("design", "tracker", "name"), [
+    ("loop", "keyless", "real loop, keyless tracker"),  # in the table: the table's name
+    ("once-per-turn", "keyed", "save once per turn"),
+    ("loop", "lookup", "loop, lookup tracker"),  # not in the table
+    ("loop+reuse_run_id", "keyed", "loop+reuse_run_id, keyed tracker"),  # a planted bug is not the table's row
+])
+def test_a_configuration_is_named_as_the_table_names_it(design, tracker, name):
+    base, *bugs = design.split("+")
+    assert Config(jobs.load("triage"), designs.get(base, tuple(bugs)), tracker).label == name
 
 
 def test_table_has_the_eleven_rows_in_order(table):
@@ -218,7 +230,7 @@ def test_queue_person_suspends_a_scenario_with_its_durable_state(tmp_path):
 def test_resuming_with_an_answer_finishes_and_shows_if_it_was_right(tmp_path, answer, dups, missing):
     from agentcore.sweep import resume
     cfg, p = _waiting(tmp_path)  # crash at point 10: call_1 accepted, its result not saved: it happened
-    rec, played = resume(cfg, p.durable, {p.question["id"]: answer}, (10, "k", "l"), None, str(tmp_path))
+    rec = resume(cfg, p.durable, {p.question["id"]: answer}, (10, "k", "l"), None, str(tmp_path)).record
     assert rec.status == "done"
     assert (rec.duplicates, rec.missing) == (dups, missing)
     assert rec.asks == 1
@@ -246,3 +258,110 @@ def test_twice_timeline_shows_both_crashes():
     rec = next(r for r in res.records[0] if r.second_point == 5)
     assert [e["kind"] for e in rec.timeline].count("crash") == 2
     assert rec.timeline[0]["kind"] == "start"
+
+
+# --- a queue person answered truthfully is the scripted person --------------------------------
+
+def _queue_sweep_answered_truthfully(cfg, depth):
+    """A queue sweep of one configuration, every question answered with its truth, resumed, and the
+    chunks of the restart points reached after an answer run, until nothing waits. Its records,
+    ordered by (first, second) point, and how many chunks it ran."""
+    cfg = replace(cfg, person="queue")
+    todo = [Chunk(0, n, kind, label) for n, (kind, label) in enumerate(points(replace(cfg, person="scripted")), 1)]
+    records, waiting, chunks = {}, [], 0
+    while todo or waiting:
+        for chunk in todo:
+            chunks += 1
+            res = run_chunk(cfg, chunk, depth, collect=True)
+            for r in res.records:
+                assert (r.first_point, r.second_point) not in records  # no scenario is played twice
+                records[r.first_point, r.second_point] = r
+            waiting += [(res.records[i], q, d) for i, q, d in res.waiting]
+        todo, still = [], []
+        for r, q, d in waiting:
+            second = (r.second_point, r.second_kind, r.second_label) if r.second_point else None
+            res = resume(cfg, d, {q["id"]: q["truth"]}, (r.first_point, r.first_kind, r.first_label), second,
+                         depth=depth)
+            records[r.first_point, r.second_point] = res.record
+            if res.chunk(0) is not None:
+                todo.append(res.chunk(0))
+            if res.played.durable is not None:
+                still.append((res.record, res.played.question, res.played.durable))
+        waiting = still
+    return [records[k] for k in sorted(records, key=lambda k: (k[0], k[1] or 0))], chunks
+
+
+def _comparable(records):
+    # A paused scenario's timeline shows its questions and answers besides; all else must be equal.
+    return [replace(r, timeline=[e for e in r.timeline if e["kind"] not in ("question", "answer")])
+            for r in records]
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+@pytest.mark.parametrize("name", list(CHAPTER) + HARDER)
+def test_a_queue_sweep_answered_truthfully_is_the_scripted_sweep_record_for_record(name, depth):
+    cfg = next(c for c in table_configs(TRIAGE) if c.label == name)
+    scripted = sweep([cfg], depth=depth, collect=True).records[0]
+    queued, _ = _queue_sweep_answered_truthfully(cfg, depth)
+    assert _comparable(queued) == _comparable(scripted)
+
+
+def test_a_resumed_scenario_passes_the_points_of_the_scripted_restart():
+    # Crash at point 10 of the markers design: the restart asks about call_1. Answered, the paused
+    # process goes on as if the answer had come at once: no second start save, the same points.
+    cfg = Config(TRIAGE, designs.get("markers"), "keyed")
+    scripted = play(cfg, (10,), record=True)
+    queue = replace(cfg, person="queue")
+    paused = play(queue, (10,), record=True)
+    assert paused.status == "waiting" and paused.durable["process"] == 1
+    done = resume(queue, paused.durable, {paused.question["id"]: paused.question["truth"]}, (10, "k", "l"), None,
+                  depth=2)
+    assert done.record.status == "done"
+    assert done.played.processes[0].points == scripted.processes[1].points
+
+
+def test_a_resumed_scenario_s_timeline_shows_the_question_and_its_answer_where_it_was_asked():
+    cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
+    paused = play(cfg, (10,), collect=True)
+    done = resume(cfg, paused.durable, {paused.question["id"]: True}, (10, "k", "l"), None)
+    kinds = [e["kind"] for e in done.record.timeline]
+    assert paused.timeline[-1]["kind"] == "question"
+    assert kinds[:len(paused.timeline)] == [e["kind"] for e in paused.timeline]
+    assert kinds[len(paused.timeline)] == "answer" and kinds.count("question") == 1
+    assert kinds.count("start") == 2  # the first process and the restart: the answer starts no process
+
+
+def test_a_resume_hands_on_the_restart_points_it_reached_as_a_chunk_of_twice_scenarios():
+    cfg = replace(next(c for c in table_configs(TRIAGE) if c.label == "real loop, keyless tracker"), person="queue")
+    p, (kind, label) = next((n, pt) for n, pt in enumerate(points(replace(cfg, person="scripted")), 1)
+                            if (res := run_chunk(cfg, Chunk(0, n, *pt), 2)).waiting and res.waiting[0][0] == 0
+                            and len(res.records) > 1)
+    first = run_chunk(cfg, Chunk(0, p, kind, label), 2)
+    _, question, durable = first.waiting[0]
+    swept = len(first.records) - 1  # the twice scenarios of the points reached before the question
+    res = resume(cfg, durable, {question["id"]: question["truth"]}, (p, kind, label), None, depth=2)
+    chunk = res.chunk(0)
+    assert chunk is not None and (chunk.second_from, chunk.first) == (swept + 1, p)
+    later = run_chunk(cfg, chunk, 2)
+    assert [r.second_point for r in later.records] == list(range(swept + 1, chunk.second_to + 1))
+
+
+def test_replaying_a_twice_scenario_past_an_answer_gives_the_sweep_s_record():
+    from agentcore.sweep import replay
+
+    cfg = replace(next(c for c in table_configs(TRIAGE) if c.label == "real loop, keyless tracker"), person="queue")
+    paused = play(cfg, (10,), record=True, capture=True)
+    assert paused.status == "waiting" and paused.durable["process"] == 1
+    first = (10, "k", "l")
+    chunk = resume(cfg, paused.durable, {paused.question["id"]: paused.question["truth"]}, first, None,
+                   depth=2).chunk(0)
+    assert chunk is not None
+    for rec in run_chunk(cfg, chunk, 2, collect=True).records:
+        again = replay(cfg, 10, rec.second_point, {}, chunk.answers)
+        assert (again.timeline, again.effects, again.status) == (rec.timeline, rec.effects, rec.status)
+
+
+def test_a_resume_at_depth_one_hands_on_no_chunk():
+    cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
+    paused = play(cfg, (10,))
+    assert resume(cfg, paused.durable, {paused.question["id"]: True}, (10, "k", "l"), None).chunk(0) is None

@@ -86,8 +86,25 @@ def test_queue_person_suspends_until_answered():
     call = Call("c1", "create_issue", {})
     with pytest.raises(Suspended) as e:
         QueuePerson(t).did_it_happen((0, "c1"), call, None, "tried nothing")
-    assert e.value.question["id"] == "0:c1"
-    assert QueuePerson(t, {"0:c1": False}).did_it_happen((0, "c1"), call, None, "") is None
+    assert e.value.question["id"] == "0:c1#1"
+    assert e.value.question["truth"] is False
+    assert QueuePerson(t, {"0:c1#1": False}).did_it_happen((0, "c1"), call, None, "") is None
+
+
+def test_queue_person_answers_each_ask_with_its_own_answer_and_counts_every_ask():
+    # The truth changes between two asks about one call: "no", the call is made, then "yes".
+    t = Tracker("keyless")
+    call = Call("c1", "create_issue", {})
+    p = QueuePerson(t, {"0:c1#1": False})
+    assert p.did_it_happen((0, "c1"), call, None, "") is None
+    answer = request(t, None, (0, "c1"))
+    with pytest.raises(Suspended) as e:
+        p.did_it_happen((0, "c1"), call, None, "")
+    assert e.value.question["id"] == "0:c1#2" and e.value.question["truth"] is True
+    assert p.asks == 2
+    p = QueuePerson(t, {"0:c1#1": True, "0:c1#2": False})
+    assert p.did_it_happen((0, "c1"), call, None, "") == answer
+    assert p.given() == {"0:c1#1": True}  # the answer for the second ask is not given yet
 
 
 def test_flaky_server_fails_first_attempts_after_then_before_accept():

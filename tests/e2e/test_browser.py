@@ -20,11 +20,12 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from agentcore import designs, jobs
+from agentcore import jobs
 from agentcore import sweep as agentsweep
 from agentcore.report import render
 from sweeps import exports, services
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot_traces, run_sweep
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,25 +41,6 @@ TRACKERS = ["keyed", "keyless"]
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user("ann", password=PASSWORD)
-
-
-def expected_rows(design_names, trackers, depth, person="scripted"):
-    """The table agentcore computes in process for the configurations the launch form makes."""
-    job = jobs.load("triage")
-    cfgs = [agentsweep.Config(job, designs.get(c["design"], ()), c["tracker"], 1, person, c["name"])
-            for c in services.configs_for(design_names, trackers)]
-    return agentsweep.sweep(cfgs, depth=depth).rows
-
-
-def run_sweep(user, design_names, trackers, depth, wait_until):
-    """A sweep launched through the service (the launch form has its own test), run by the workers."""
-    sweep = services.sweep_create(user=user, job_source=services.builtin_job_source("triage"),
-                                  configs=services.configs_for(design_names, trackers), depth=depth)
-    wait_until(lambda: Sweep.objects.filter(pk=sweep.pk, status__in=["done", "failed"]).exists(), timeout=60,
-               what=f"sweep {sweep.pk} to finish")
-    sweep.refresh_from_db()
-    assert sweep.status == Sweep.Status.DONE, sweep.error
-    return sweep
 
 
 def table_cells(page):
@@ -87,27 +69,6 @@ def reload_until(page, check, timeout=30.0, what="the page to change"):
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         page.wait_for_timeout(250)
         page.reload()
-
-
-def plot_traces(page, div_id):
-    """The traces Plotly drew in a div: type, z, x, y (read from the element itself)."""
-    return page.evaluate(
-        """id => document.getElementById(id).data.map(t => ({type: t.type, z: t.z, x: t.x, y: t.y}))""", div_id)
-
-
-def cell_position(page, div_id, x, y):
-    """Viewport coordinates of the heatmap cell at data (x, y)."""
-    page.locator(f"#{div_id}").scroll_into_view_if_needed()
-    return page.evaluate(
-        """([id, x, y]) => {
-             const div = document.getElementById(id), fl = div._fullLayout;
-             const box = div.querySelector(".main-svg").getBoundingClientRect();
-             return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)];
-           }""", [div_id, x, y])
-
-
-def no_js_errors(page):
-    assert page.errors == [], page.errors
 
 
 # --- log in and the launch form ----------------------------------------------------------------
@@ -257,27 +218,26 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
     # first x second point of configuration 0: one cell per twice scenario.
     (trace2,) = plot_traces(page, "heatmap-second")
     twice = [r for r in rows if r["config"] == 0 and r["second_point"] > 0]
-    assert len(trace2["z"]) == max(r["first_point"] for r in twice)
-    assert len(trace2["z"][0]) == max(r["second_point"] for r in twice)
+    assert len(trace2["z"]) == max(r["second_point"] for r in twice)  # y: the second point
+    # x: every first point of the configuration (the last save's restart has no point: no cell)
+    assert len(trace2["z"][0]) == max(r["first_point"] for r in rows if r["config"] == 0)
     assert sum(v is not None for line in trace2["z"] for v in line) == len(twice)
     assert sum(v or 0 for line in trace2["z"] for v in line) == sum(r["duplicates"] for r in twice)
 
-    # Another colour: the form reloads the page with the metric in the URL.
+    # Another colour: the maps redraw in place (no button), the metric in the URL.
     page.select_option("#metric", "calls_plus")
-    page.get_by_role("button", name="show").click()
     expect(page).to_have_url(re.compile(r"metric=calls_plus"))
-    expect(page.locator("#heatmap-first.js-plotly-plot")).to_be_visible()
     assert plot_traces(page, "heatmap-first")[0]["z"] == first_map("calls_plus")
     page.select_option("#metric", "duplicates")
-    page.get_by_role("button", name="show").click()
-    expect(page.locator("#heatmap-first.js-plotly-plot")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"metric=duplicates"))
 
-    # A cell of the second map opens its one twice scenario.
+    # A cell of the second map is one twice scenario: it opens its timeline.
     z2 = plot_traces(page, "heatmap-second")[0]["z"]
-    f2, s2 = next((f + 1, s + 1) for f, line in enumerate(z2) for s, v in enumerate(line) if v)
-    page.mouse.click(*cell_position(page, "heatmap-second", s2, f2))
-    expect(page).to_have_url(re.compile(rf"/scenarios/\?config=0&first_point={f2}&second_point={s2}$"))
-    expect(page.locator("#count")).to_have_text("1")
+    s2, f2 = next((s + 1, f + 1) for s, line in enumerate(z2) for f, v in enumerate(line) if v)
+    one = next(r for r in twice if (r["first_point"], r["second_point"]) == (f2, s2))
+    page.mouse.click(*cell_position(page, "heatmap-second", f2, s2))
+    expect(page).to_have_url(re.compile(rf"/scenarios/{one['id']}/\?back="))
+    expect(page.locator("h1")).to_contain_text(f"Scenario {one['id']}")
     page.go_back()
     expect(page.locator("#heatmap-first.js-plotly-plot")).to_be_visible()
 
@@ -291,7 +251,8 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
     expect(page.locator("#heatmap-first .hoverlayer .hovertext")).to_contain_text(label)
     shot(page, "heatmap-hover")
     page.mouse.click(*cell_position(page, "heatmap-first", first, config))  # a full-page shot may scroll
-    expect(page).to_have_url(re.compile(rf"/sweeps/{sweep.pk}/scenarios/\?config={config}&first_point={first}$"))
+    expect(page).to_have_url(re.compile(rf"/sweeps/{sweep.pk}/scenarios/\?config={config}&first_point={first}"
+                                        r"&sum=duplicates$"))
     behind = [r for r in rows if r["config"] == config and r["first_point"] == first]
     expect(page.locator("#count")).to_have_text(str(len(behind)))
     expect(page.locator("#scenarios tbody tr")).to_have_count(len(behind))
@@ -299,7 +260,7 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
 
     # A twice scenario with duplicates: its timeline shows both crashes and the tracker's duplicate.
     target = next(r for r in behind if r["second_point"] and r["duplicates"])
-    page.locator(f"#scenarios a[href='/scenarios/{target['id']}/']").click()
+    page.locator(f"#scenarios a[href^='/scenarios/{target['id']}/?back=']").click()
     expect(page.locator("h1")).to_contain_text(f"Scenario {target['id']}")
     timeline = services.scenario_timeline(scenario_id=target["id"])
     expect(page.locator("#timeline tbody tr")).to_have_count(len(timeline))
@@ -340,7 +301,7 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
 
     # The scenario list's filters, then its CSV link: only the rows shown.
     page.get_by_role("link", name="scenarios", exact=True).click()
-    page.select_option("#id_config", label="after-reply, keyed tracker")
+    page.select_option("#id_config", label="save after the reply")  # the table's name for after-reply, keyed
     page.select_option("#id_has_dups", "yes")
     page.get_by_role("button", name="filter").click()
     expect(page).to_have_url(re.compile(r"config=0.*has_dups=yes"))
@@ -350,7 +311,7 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     lines = list(csv.reader(io.StringIO(text)))
     assert tuple(lines[0]) == exports.ROW_FIELDS and len(lines) - 1 == expected[0].with_dups
     col = {f: i for i, f in enumerate(lines[0])}
-    assert all(line[col["config_name"]] == "after-reply, keyed tracker" and int(line[col["duplicates"]]) > 0
+    assert all(line[col["config_name"]] == "save after the reply" and int(line[col["duplicates"]]) > 0
                for line in lines[1:])
     no_js_errors(page)
 

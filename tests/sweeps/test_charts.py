@@ -1,18 +1,31 @@
-"""Heatmap figures: cells land where the rows say, and Plotly accepts the figures."""
+"""Heatmap figures: cells land where the rows say, and Plotly accepts the figures. Timeline swimlanes."""
 
 from __future__ import annotations
 
 import json
 
 import plotly.graph_objects as go
+import pytest
 
+from agentcore import designs, jobs
+from agentcore import sweep as agentsweep
+from agentcore.crash import Kind
 from sweeps import charts
 
 NAMES = ["save once per turn", "keys and markers"]
-CELLS = [{"config": 0, "first_point": 1, "value": 2}, {"config": 0, "first_point": 3, "value": 0},
-         {"config": 1, "first_point": 2, "value": None}]
+CELLS = [{"config": 0, "first_point": 1, "duplicates": 2, "asks": 1, "calls_plus": 0, "missing": 0},
+         {"config": 0, "first_point": 3, "duplicates": 0, "asks": 0, "calls_plus": 4, "missing": 0},
+         {"config": 1, "first_point": 2, "duplicates": None, "asks": 0, "calls_plus": 0, "missing": 1}]
 LABELS = {(0, 1): "reply-arrived turn 1", (0, 3): "save-renamed run-1.json", (1, 2): "tracker-accepted call_1"}
-PAIRS = [(1, 1, 4, "reply-arrived turn 2"), (1, 2, 0, "save-half-done"), (3, 1, 1, "tool-returned call_2")]
+
+
+def pair(first, second, duplicates, label, pk=None, **metrics):
+    return {"id": pk or first * 100 + second, "first_point": first, "second_point": second, "second_label": label,
+            "duplicates": duplicates, "asks": 0, "calls_plus": 0, "missing": 0, **metrics}
+
+
+PAIRS = [pair(1, 1, 4, "reply-arrived turn 2"), pair(1, 2, 0, "save-half-done"),
+         pair(3, 1, 1, "tool-returned call_2", asks=2)]
 
 
 def test_design_first_cells():
@@ -46,8 +59,8 @@ def test_design_first_of_no_rows():
 def test_first_second_cells():
     fig = charts.first_second_figure(PAIRS, {1: "reply-arrived turn 1", 3: "save-renamed"}, "keys", "duplicates")
     heat = fig["data"][0]
-    assert heat["z"] == [[4, 0], [None, None], [1, None]]
-    assert heat["customdata"][2][0] == ["save-renamed", "tool-returned call_2"]
+    assert heat["z"] == [[4, None, 1], [0, None, None]]  # x: first point, y: second point
+    assert heat["customdata"][0][2] == ["save-renamed", "tool-returned call_2", 301]
 
 
 def test_first_second_is_a_valid_plotly_figure():
@@ -62,5 +75,155 @@ def test_to_json_round_trips():
 def test_colour_range_starts_at_zero_and_keeps_negatives():
     heat = charts.design_first_figure(CELLS, NAMES, LABELS, "duplicates")["data"][0]
     assert (heat["zmin"], heat["zmax"]) == (0, 2)
-    heat = charts.first_second_figure([(1, 1, -2, "a")], {}, "keys", "calls_plus")["data"][0]
+    heat = charts.first_second_figure([pair(1, 1, 0, "a", calls_plus=-2)], {}, "keys", "calls_plus")["data"][0]
     assert (heat["zmin"], heat["zmax"]) == (-2, 1)
+
+
+def test_design_first_cells_name_their_kind():
+    heat = charts.design_first_figure(CELLS, NAMES, LABELS, "duplicates")["data"][0]
+    assert heat["text"] == [["RA", "", "SR"], ["", "TA", ""]]  # no "null" written in an empty cell
+    assert heat["texttemplate"] == "%{text}"
+
+
+def test_kind_codes_are_one_per_crash_point_kind():
+    assert set(charts.KIND_CODES) == {k.value for k in Kind}
+    assert len(set(charts.KIND_CODES.values())) == len(Kind)
+
+
+def test_a_big_map_leaves_the_cells_without_text():
+    cells = [{"config": 0, "first_point": f, "duplicates": 0} for f in range(1, charts.MAX_TEXT_CELLS + 2)]
+    assert "text" not in charts.design_first_figure(cells, ["x"], {}, "duplicates")["data"][0]
+
+
+def test_cells_have_gaps_on_a_grey_that_zero_stands_out_from():
+    fig = charts.design_first_figure(CELLS, NAMES, LABELS, "duplicates")
+    heat = fig["data"][0]
+    assert heat["xgap"] >= 2 and heat["ygap"] >= 2
+    assert fig["layout"]["plot_bgcolor"] == charts.GAP_COLOR != charts.COLORSCALE[0][1]
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: charts.design_first_figure(CELLS, NAMES, LABELS, m),
+    lambda m: charts.first_second_figure(PAIRS, {}, "keys", m),
+], ids=["first", "second"])
+def test_a_figure_carries_every_metric_view(make):
+    """What the page swaps in on another metric is the figure it would have drawn for that metric."""
+    views = make("duplicates")["metrics"]
+    assert set(views) == set(charts.METRIC_TITLES)
+    for metric, view in views.items():
+        fig = make(metric)
+        heat = fig["data"][0]
+        assert view["restyle"]["z"] == [heat["z"]] and view["restyle"]["zmax"] == [heat["zmax"]]
+        assert view["restyle"]["hovertemplate"] == [heat["hovertemplate"]]
+        assert view["relayout"]["title.text"] == fig["layout"]["title"]["text"]
+
+
+def test_metric_views_differ_by_metric():
+    views = charts.design_first_figure(CELLS, NAMES, LABELS, "duplicates")["metrics"]
+    assert views["duplicates"]["restyle"]["z"] == [[[2, None, 0], [None, 0, None]]]
+    assert views["calls_plus"]["restyle"]["z"] == [[[0, None, 4], [None, 0, None]]]
+    assert "missing effects" in views["missing"]["relayout"]["title.text"]
+
+
+def test_first_second_x_axis_names_each_first_points_kind():
+    fig = charts.first_second_figure(PAIRS, {1: "reply-arrived turn 1", 3: "save-renamed run-1.json"}, "k", "asks")
+    assert fig["layout"]["xaxis"]["ticktext"] == ["1 reply-arrived", "2", "3 save-renamed"]
+    assert fig["data"][0]["text"] == [["RA", "", "TR"], ["SH", "", ""]]
+
+
+def test_first_second_has_a_column_for_every_first_point():
+    fig = charts.first_second_figure(PAIRS, {1: "a x", 3: "b y", 4: "save-renamed final"}, "k", "asks")
+    assert fig["data"][0]["x"] == [1, 2, 3, 4] and fig["data"][0]["z"][0][3] is None
+    assert fig["layout"]["xaxis"]["ticktext"][3] == "4 save-renamed"
+
+
+def test_first_second_hover_names_the_scenario_a_click_opens():
+    heat = charts.first_second_figure(PAIRS, {}, "keys", "duplicates")["data"][0]
+    assert "%{customdata[2]}" in heat["hovertemplate"] and heat["customdata"][1][0][2] == 102
+
+
+# --- the visual timeline -----------------------------------------------------------------------
+
+def played(design, tracker, plan):
+    job = jobs.load("triage")
+    p = agentsweep.play(agentsweep.Config(job, designs.get(design), tracker), plan, collect=True)
+    return p.timeline, json.loads(json.dumps(p.effects))  # as stored: through JSON
+
+
+def marks_of(lanes, cls):
+    return [m for m in lanes["marks"] if m["cls"] == cls]
+
+
+def lane_name(lanes, y):
+    return next(lane["name"] for lane in lanes["lanes"] if lane["y"] == y)
+
+
+def test_lanes_one_process_per_restart_then_checkpoint_tracker_person():
+    events, effects = played("once-per-turn", "keyed", (5, 3))
+    lanes = charts.timeline_lanes(events, effects)
+    assert [lane["name"] for lane in lanes["lanes"]] == [
+        "process 1", "process 2", "process 3", "checkpoint", "tracker", "person"]
+    assert [b["end"] for b in lanes["bars"]] == ["crash", "crash", "done"]
+
+
+def test_every_event_is_one_mark_numbered_as_the_table():
+    events, effects = played("once-per-turn", "keyed", (5, 3))
+    lanes = charts.timeline_lanes(events, effects)
+    assert [m["n"] for m in lanes["marks"]] == list(range(1, len(events) + 1))
+    assert all(m["title"].startswith(f"#{m['n']} ") for m in lanes["marks"])
+
+
+def test_crashes_are_marked_on_the_lane_of_the_process_they_end():
+    events, effects = played("once-per-turn", "keyed", (5, 3))
+    lanes = charts.timeline_lanes(events, effects)
+    crashes = marks_of(lanes, "crash")
+    assert [lane_name(lanes, m["y"]) for m in crashes] == ["process 1", "process 2"]
+    assert lanes["crashes"] == 2
+    assert [x["text"] for x in lanes["labels"] if x["cls"] == "crash"] == ["crash 1", "crash 2"]
+    assert [lane_name(lanes, m["y"]) for m in marks_of(lanes, "restart")] == ["process 2", "process 3"]
+
+
+def test_the_duplicate_effect_is_marked_at_the_answer_that_made_it():
+    events, effects = played("once-per-turn", "keyed", (5, 3))
+    lanes = charts.timeline_lanes(events, effects)
+    (dup,) = marks_of(lanes, "dup")
+    assert events[dup["n"] - 1] == {"kind": "tracker", "text": "answer create_issue call_1 {'number': 2}"}
+    assert lane_name(lanes, dup["y"]) == "tracker" and lanes["duplicates"] == [dup["n"]]
+    assert dup["link"] == {"y1": lanes["bars"][2]["y"], "y2": dup["y"]}  # made by process 3
+
+
+def test_no_duplicate_no_duplicate_mark():
+    events, effects = played("keys-and-markers", "keyed", (9, 4))
+    lanes = charts.timeline_lanes(events, effects)
+    assert lanes["duplicates"] == [] and marks_of(lanes, "dup") == []
+
+
+def test_saves_go_to_the_checkpoint_and_questions_and_answers_to_the_person():
+    # A person's answer continues the process that asked (a paused process, not a restart).
+    events = [{"kind": "start", "text": "fresh run run-1"}, {"kind": "save", "text": "start"},
+              {"kind": "ladder", "text": "create_issue call_1: unknown outcome -> ask"},
+              {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"},
+              {"kind": "answer", "text": "the person answered: it happened"},
+              {"kind": "ladder", "text": "create_issue call_1: ask says it happened"}]
+    lanes = charts.timeline_lanes(events)
+    where = [lane_name(lanes, m["y"]) for m in lanes["marks"]]
+    assert where == ["process 1", "checkpoint", "process 1", "person", "person", "person"]
+    assert [b["end"] for b in lanes["bars"]] == ["done"]
+
+
+def test_a_waiting_scenario_s_process_ends_at_its_open_question():
+    events = [{"kind": "start", "text": "fresh run run-1"},
+              {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"}]
+    assert [b["end"] for b in charts.timeline_lanes(events)["bars"]] == ["question"]
+
+
+def test_a_short_timeline_spreads_over_the_width_a_long_one_scrolls():
+    short = charts.timeline_lanes([{"kind": "start", "text": ""}] * 10, width=1000)
+    long = charts.timeline_lanes([{"kind": "start", "text": ""}] * 500, width=1000)
+    assert short["width"] == charts.TL_LEFT + 10 * charts.TL_MAX_STEP + 20 <= 1000
+    assert long["width"] == charts.TL_LEFT + 500 * charts.TL_STEP + 20
+
+
+def test_an_empty_timeline_has_no_process_lane():
+    lanes = charts.timeline_lanes([])
+    assert [lane["name"] for lane in lanes["lanes"]] == ["checkpoint", "tracker", "person"] and lanes["marks"] == []

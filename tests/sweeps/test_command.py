@@ -6,11 +6,14 @@ import io
 import json
 import subprocess
 import sys
+import time
+import uuid
 
 import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from sweeps import tasks
 from sweeps.models import Sweep
 
 
@@ -24,6 +27,30 @@ def test_table_as_json_equals_the_cli_s():
     sweep = Sweep.objects.get()
     assert sweep.status == Sweep.Status.DONE
     assert f"{sweep.total_chunks}/{sweep.total_chunks}" in err.getvalue()  # the progress bar reached the end
+
+
+@pytest.mark.django_db
+def test_with_no_worker_running_it_says_so_within_seconds_and_stores_nothing(monkeypatch):
+    from sweepsite.celery import app
+
+    monkeypatch.setitem(app.conf, "task_default_queue", f"nobody-listens-{uuid.uuid4().hex}")
+    start = time.monotonic()
+    with pytest.raises(CommandError) as e:
+        call_command("sweep", "table", "--depth", "1")
+    took = time.monotonic() - start
+    message = str(e.value)
+    assert message.startswith("no Celery worker answers on queue nobody-listens-")
+    assert "`make run`" in message and "--workers N" in message and "\n" not in message
+    assert took < 10, took
+    assert Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_workers_on_the_queue_answer(celery_workers):
+    # The browser tests' `make run` (tests/e2e/conftest.py's `site`) may serve the session's queue too.
+    names = tasks.queue_workers(timeout=2.0)
+    assert len([n for n in names if n.startswith("pytest")]) == len(celery_workers)
+    assert all(n.startswith(("pytest", "worker")) for n in names), names
 
 
 @pytest.mark.django_db

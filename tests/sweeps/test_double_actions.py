@@ -172,7 +172,7 @@ def test_answer_all_twice_answers_once(users, enqueued, django_capture_on_commit
         ann.post(reverse("sweeps:answer", args=[qs[0].pk]), {"happened": "no"})  # one answered by hand first
         first = ann.post(reverse("sweeps:answer_all", args=[sweep.pk]), follow=True)
         second = bob.post(reverse("sweeps:answer_all", args=[sweep.pk]), follow=True)
-    assert "2 open question(s) answered" in text(first) and "0 open question(s) answered" in text(second)
+    assert "2 open questions answered" in text(first) and "0 open questions answered" in text(second)
     assert sorted(sent_resumes(enqueued)) == sorted(q.pk for q in qs)  # each resumed once
     rows = {q.pk: q for q in Question.objects.all()}
     assert rows[qs[0].pk].answer is False  # the hand answer was kept

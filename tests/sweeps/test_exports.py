@@ -10,7 +10,7 @@ import pytest
 
 from agentcore.records import TableRow
 from agentcore.report import render
-from sweeps import exports
+from sweeps import exports, selectors
 
 ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, 0, 7), TableRow("keys and markers", 43, 1014)]
 
@@ -73,3 +73,16 @@ def test_rows_are_produced_lazily_in_batches():
 
 def test_filename():
     assert exports.filename(3, "scenarios", "jsonl") == "sweep-3-scenarios.jsonl"
+
+
+def test_compare_csv_has_both_sides_and_the_difference_per_column():
+    rows = selectors.compare_tables([TableRow("x", 1, 2, 0, 0, 0, 3, 0), TableRow("gone", 5)],
+                                    [TableRow("x", 1, 4, 0, 0, 0, 1, 0)])
+    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9))))
+    assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
+    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * 7
+    x = dict(zip(lines[0], lines[1], strict=True))
+    assert (x["sweep_a"], x["sweep_b"], x["in"], x["changed"]) == ("7", "9", "both", "yes")
+    assert (x["twice_a"], x["twice_b"], x["twice_diff"], x["asks_diff"], x["once_diff"]) == ("2", "4", "2", "-2", "0")
+    gone = dict(zip(lines[0], lines[2], strict=True))
+    assert (gone["in"], gone["once_a"], gone["once_b"], gone["once_diff"]) == ("a only", "5", "", "")

@@ -112,6 +112,31 @@ def test_launch_out_of_range_values(field, value):
     assert not f.is_valid() and field in f.errors
 
 
+def test_launch_a_file_sent_with_the_built_in_job_selected_is_an_error():
+    """Never the built-in job while the person believes their file is swept."""
+    f = launch(files=upload(builtin_job_source()), job="triage")
+    assert not f.is_valid()
+    assert f.errors["job_file"] == ['a job file was chosen, but "the built-in triage job" is selected: choose '
+                                    '"upload a job file" to sweep the file, or remove it']
+
+
+def test_launch_name_and_notes_are_optional_and_bounded():
+    f = launch(name="  baseline ", notes="why\n")
+    assert f.is_valid() and (f.cleaned_data["name"], f.cleaned_data["notes"]) == ("baseline", "why\n")
+    plain = launch()
+    assert plain.is_valid() and (plain.cleaned_data["name"], plain.cleaned_data["notes"]) == ("", "")
+    assert "name" in launch(name="x" * 201).errors and "notes" in launch(notes="y" * 10_001).errors
+    assert "name" in launch(name="a\x00b").errors
+
+
+@pytest.mark.django_db
+def test_filter_labels_are_in_one_case_style():
+    """Lower case, as every label of the site (Django would capitalize the ones it makes up)."""
+    f = ScenarioFilterForm({}, sweep=_data.make_sweep(2))
+    labels = [str(field.label) for name, field in f.fields.items() if not field.widget.is_hidden and name != "page"]
+    assert labels == [label.lower() for label in labels] and all(labels), labels
+
+
 @pytest.mark.django_db
 def test_filters_come_out_typed():
     sweep = _data.make_sweep(3)

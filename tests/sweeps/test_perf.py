@@ -1,4 +1,5 @@
-"""With 100,000 scenario rows stored, the sweep page, heatmaps and scenario list answer in under 150 ms.
+"""With 100,000 scenario rows stored, the sweep page, heatmaps, scenario list and compare page answer in
+under 150 ms.
 
 The rows (10 configurations x 100 first points x 100 scenarios each: the once scenario and 99 twice
 scenarios) are bulk-created once for the module. Each page is requested once to warm up, then
@@ -66,6 +67,8 @@ PAGES = [
     ("sweeps:scenarios", "?has_dups=yes&twice=yes"),
     ("sweeps:scenarios", "?design=loop&tracker=keyless&asked=no&page=20"),
     ("sweeps:scenarios", "?first_kind=reply-arrived&status=done&second_point=7"),
+    ("sweeps:scenarios", "?config=3&has_dups=yes&sum=duplicates"),  # a table number's list, stating its sum
+    ("sweeps:scenarios", "?extra_calls=yes&sum=calls_plus&page=300"),
 ]
 
 
@@ -83,3 +86,17 @@ def test_sweep_page_counts_all_rows(big, client):
 def test_scenario_list_counts_all_rows(big, client):
     _, page = median_ms(client, reverse("sweeps:scenarios", args=[big.pk]))
     assert f'<strong id="count">{ROWS}</strong>' in page
+
+
+def test_compare_answers_within_budget(big, client):
+    """Two 100,000-row tables side by side (the sweep with itself: two aggregates, as two sweeps take)."""
+    Sweep.objects.filter(pk=big.pk).update(table=None)
+    ms, page = median_ms(client, reverse("sweeps:compare") + f"?a={big.pk}&b={big.pk}")
+    assert ms < BUDGET_MS
+    assert '<strong id="changed-count">0</strong> of 10 configurations differ' in page
+
+
+def test_the_heatmap_with_every_metric_stays_small(big, client):
+    """Both maps carry all four metrics (a new colour needs no request): the page stays under 1.5 MB."""
+    _, page = median_ms(client, reverse("sweeps:heatmap", args=[big.pk]) + "?config=4")
+    assert len(page.encode()) < 1_500_000

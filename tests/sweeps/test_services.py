@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -89,6 +91,16 @@ def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(
     expected = agentsweep.plan_chunks(agentsweep.table_configs(jobs.load("triage")))
     assert sweep.total_chunks == len(expected) == Chunk.objects.filter(sweep=sweep).count()
     assert sorted(sent_chunks(enqueued)) == chunk_ids(sweep)
+
+
+def test_a_custom_configuration_is_named_as_the_table_names_it():
+    """The same design and tracker mode, the same name, in a custom sweep and in the table."""
+    table = {(c["design"], c["tracker"]): c["name"] for c in services.table_configs_for()}
+    custom = services.configs_for(["loop", "keys"], ["keyed", "keyless", "lookup"])
+    assert [c["name"] for c in custom] == ["real loop, keyed tracker", "real loop, keyless tracker",
+                                           "loop, lookup tracker", "+ idempotency keys", "keys, keyless tracker",
+                                           "keys, lookup tracker"]
+    assert all(c["name"] == table[c["design"], c["tracker"]] for c in custom if (c["design"], c["tracker"]) in table)
 
 
 def test_double_submit_with_one_token_makes_one_sweep(user):
@@ -265,7 +277,7 @@ def test_waiting_scenarios_get_questions_with_the_truth():
     assert {q.scenario_id for q in questions} == set(
         Scenario.objects.filter(sweep=sweep, status=Scenario.Status.WAITING).values_list("pk", flat=True))
     for q in questions:
-        origins = [e["origin"] for e in q.durable["tracker"]["effects"]]
+        origins = [e["origin"] for e in q.scenario.effects]  # the tracker's records when it asked
         assert q.truth == ([int(q.qid.split(":")[0]), q.call["id"]] in origins)
         # Kept while it waits, as JSON (a list of events ending with the question, not its text).
         assert q.scenario.timeline[-1]["kind"] == "question" and isinstance(q.scenario.effects, list)
@@ -316,6 +328,82 @@ def test_truthful_answers_finish_the_sweep_with_nothing_lost_or_doubled(user):
     rows = Scenario.objects.filter(sweep=sweep)
     assert not rows.filter(status=Scenario.Status.WAITING).exists()
     assert sum(r.duplicates + r.missing for r in rows) == 0
+
+
+LOOP_KEYLESS = [{"name": "real loop, keyless tracker", "design": "loop", "tracker": "keyless"}]
+
+
+def run_stored_chunks(sweep):
+    """Run every chunk not stored yet, including those made meanwhile (no worker here)."""
+    while ids := chunk_ids_unstored(sweep):
+        for pk in ids:
+            services.chunk_run(chunk_id=pk)
+
+
+def chunk_ids_unstored(sweep):
+    return list(Chunk.objects.filter(sweep=sweep, stored=False).order_by("pk").values_list("pk", flat=True))
+
+
+def answer_and_resume_all(sweep, user):
+    n = services.questions_answer_truthfully(sweep_id=sweep.pk, user=user)
+    for pk in Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).values_list("pk", flat=True):
+        services.question_resume(question_id=pk)
+    return n
+
+
+def test_a_resume_makes_the_chunk_of_the_restart_points_it_reached_once(user):
+    sweep = create(configs=LOOP_KEYLESS, depth=2, person="queue")
+    run_stored_chunks(sweep)
+    planned = Chunk.objects.filter(sweep=sweep).count()
+    q = Question.objects.filter(sweep=sweep, scenario__second_point=0).order_by("pk").first()
+    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    assert services.question_resume(question_id=q.pk) is True
+    assert services.question_resume(question_id=q.pk) is False  # a redelivered resume makes nothing
+    later = Chunk.objects.get(sweep=sweep, second_from__gt=0)
+    swept = Scenario.objects.filter(sweep=sweep, config=0, first_point=q.scenario.first_point,
+                                    second_point__gt=0).count()
+    assert (later.first_point, later.second_from, later.stored) == (q.scenario.first_point, swept + 1, False)
+    sweep.refresh_from_db()
+    assert sweep.total_chunks == planned + 1 == Chunk.objects.filter(sweep=sweep).count()
+    assert sweep.status == Sweep.Status.RUNNING  # not done, nor waiting, while the chunk is not stored
+    services.chunk_run(chunk_id=later.pk)
+    assert list(Scenario.objects.filter(sweep=sweep, first_point=later.first_point, second_point__gt=swept)
+                .values_list("second_point", flat=True)) == list(range(later.second_from, later.second_to + 1))
+
+
+def test_a_twice_scenario_past_an_answer_replays_its_timeline_through_the_answered_restart(user):
+    sweep = create(configs=LOOP_KEYLESS, depth=2, person="queue")
+    run_stored_chunks(sweep)
+    q = Question.objects.filter(sweep=sweep, scenario__second_point=0).order_by("pk").first()
+    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    services.question_resume(question_id=q.pk)
+    later = Chunk.objects.get(sweep=sweep, second_from__gt=0)
+    services.chunk_run(chunk_id=later.pk)
+    sc = Scenario.objects.get(sweep=sweep, first_point=later.first_point, second_point=later.second_to)
+    assert sc.status == Scenario.Status.DONE and sc.timeline is None  # replayed on demand
+    timeline = services.scenario_timeline(scenario_id=sc.pk)
+    scripted = agentsweep.play(dataclasses.replace(services.agent_config(sweep, 0), person="scripted"),
+                               (sc.first_point, sc.second_point), collect=True)
+    assert [e for e in timeline if e["kind"] not in ("question", "answer")] == scripted.timeline
+    sc.refresh_from_db()
+    assert sc.effects == scripted.effects
+
+
+def test_a_queue_sweep_answered_truthfully_stores_the_scripted_sweep_s_records(user):
+    sweep = create(configs=LOOP_KEYLESS, depth=2, person="queue")
+    run_stored_chunks(sweep)
+    while answer_and_resume_all(sweep, user):
+        run_stored_chunks(sweep)
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE
+    cfg = services.agent_config(sweep, 0)
+    scripted = agentsweep.sweep([dataclasses.replace(cfg, person="scripted")], depth=2)
+    fields = ("first_point", "second_point", "duplicates", "missing", "asks", "approvals", "model_calls",
+              "calls_plus", "status")
+    assert list(Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values_list(*fields)) == [
+        (r.first_point, r.second_point or 0, r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus,
+         r.status) for r in scripted.records[0]]
+    assert sweep.table == [r.to_dict() for r in scripted.rows]
 
 
 def test_timeline_is_replayed_and_stored_on_demand():

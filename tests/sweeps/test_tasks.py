@@ -100,3 +100,30 @@ def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.FAILED
     assert f"chunk {second} " in sweep.error and "RuntimeError: boom" in sweep.error
+
+
+def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scripted_table(
+        celery_workers, wait_until, agentcore_table):
+    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
+                                  configs=services.table_configs_for(), depth=2, person="queue")
+
+    def settled():
+        """Every chunk stored and every answer resumed: only open questions may be left."""
+        status = Sweep.objects.values_list("status", flat=True).get(pk=sweep.pk)
+        assert status != Sweep.Status.FAILED, Sweep.objects.get(pk=sweep.pk).error
+        return not (Chunk.objects.filter(sweep=sweep, stored=False).exists()
+                    or Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).exists())
+
+    rounds = 0
+    while True:  # an answer can lead to more questions, and to more chunks
+        wait_until(settled, timeout=300, interval=0.2, what="the workers to store every chunk and resume")
+        if not services.questions_answer_truthfully(sweep_id=sweep.pk, user=None):
+            break
+        rounds += 1
+    wait_until(status_is(sweep, Sweep.Status.DONE), what="the sweep to be done")
+    sweep.refresh_from_db()
+    assert rounds > 1
+    assert Chunk.objects.filter(sweep=sweep, second_from__gt=0).exists()
+    assert sweep.total_chunks == Chunk.objects.filter(sweep=sweep, stored=True).count()
+    assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
+    assert sweep.table == agentcore_table

@@ -13,6 +13,7 @@ import json
 import re
 import uuid
 from datetime import timedelta
+from urllib.parse import quote
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -106,6 +107,17 @@ def test_list_offers_no_launch_form_to_anonymous(client):
     assert "to launch a sweep" in text(r)
 
 
+def test_the_anonymous_home_page_says_what_the_tool_is(client):
+    about = re.search(r'<p id="about">(.*?)</p>', text(client.get(reverse("sweeps:list"))), re.S).group(1)
+    assert "crashes a durable AI-agent loop at every point" in about and "sweep" in about
+
+
+@pytest.mark.parametrize(("configs", "says"), [(1, "1 configuration ·"), (3, "3 configurations ·")])
+def test_the_sweep_page_counts_configurations_in_good_english(client, configs, says):
+    s = _data.make_sweep(configs)
+    assert says in text(client.get(reverse("sweeps:detail", args=[s.pk])))
+
+
 def test_launch_form_carries_a_fresh_request_token(auth):
     tokens = [re.search(r'name="request_token" value="([0-9a-f]{32})"', text(auth.get(reverse("sweeps:list"))))
               .group(1) for _ in range(2)]
@@ -156,6 +168,13 @@ def test_launch_uploaded_job_file(auth):
     assert Sweep.objects.get().job_name == "my job"
 
 
+def test_launch_of_the_built_in_job_with_a_file_chosen_is_refused(auth):
+    upload = SimpleUploadedFile("job.json", builtin_job_source().encode(), content_type="application/json")
+    r = auth.post(reverse("sweeps:launch"), launch_data(job="triage", job_file=upload))
+    assert r.status_code == 400 and "a job file was chosen" in text(r)
+    assert Sweep.objects.count() == 0
+
+
 @pytest.mark.parametrize("changes", [
     {"job": "upload", "job_file": SimpleUploadedFile("j.json", b"{not json")},
     {"job": "upload", "job_file": SimpleUploadedFile("j.json", b'{"name": "x", "tools": {}, "turns": []}')},
@@ -202,8 +221,11 @@ def test_launch_with_the_broker_down_says_so(auth, monkeypatch):
     assert r.status_code == 503 and "unreachable" in text(r)
 
 
-def test_launch_page_is_get_or_post_only(auth):
-    assert auth.get(reverse("sweeps:launch")).status_code == 405
+@pytest.mark.parametrize("who", ["anonymous", "user"])
+def test_a_get_of_the_launch_address_goes_to_the_form(client, auth, who):
+    r = (client if who == "anonymous" else auth).get(reverse("sweeps:launch"))
+    assert r.status_code == 302 and r["Location"] == reverse("sweeps:list") + "#launch"
+    assert Sweep.objects.count() == 0
 
 
 # --- 2. sweep page -----------------------------------------------------------------------------
@@ -219,6 +241,23 @@ def test_sweep_page_numbers_link_to_their_scenarios(client, sweep):
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
     url = html.unescape(re.search(r'href="([^"]*config=0&amp;has_dups=yes)"', page).group(1))
     assert count_shown(text(client.get(url))) == 1
+
+
+@pytest.mark.parametrize("column", range(7))
+def test_every_table_number_opens_a_list_that_states_it(client, sweep, column):
+    """The number in the table is the list's count or the sum over it that the list states."""
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    row = re.search(r"<tr><td><a [^>]*>" + re.escape(html.escape(sweep.configs[0]["name"])) + r"</a></td>(.*?)</tr>",
+                    page, re.S)
+    url, number = re.findall(r'<a href="([^"]*)">(-?\d+)</a>', row.group(1))[column]
+    listed = text(client.get(html.unescape(url)))
+    stated = re.search(r'<strong id="sum" data-metric="\w+">(-?\d+)</strong>', listed)
+    assert int(number) == (int(stated.group(1)) if stated else count_shown(listed))
+
+
+def test_the_dups_number_opens_the_list_summing_duplicates(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert "config=0&amp;has_dups=yes&amp;sum=duplicates" in page
 
 
 def test_sweep_page_shows_progress(client, sweep):
@@ -245,10 +284,71 @@ def test_unknown_sweep_is_404(client, sweep_id):
     assert client.get(reverse("sweeps:detail", args=[sweep_id])).status_code == 404
 
 
+def _wait_in_config_2(sweep):
+    """Config 2 of the sweep fixture gets a waiting scenario, stored as the services store one."""
+    sc = _data.add(sweep, 2, 1, status=Scenario.Status.WAITING)
+    _data.question(sc, "0:call_1#1")
+    Sweep.objects.filter(pk=sweep.pk).update(person=Sweep.Person.QUEUE)
+
+
+def test_progress_endpoint_carries_the_table_as_the_page_draws_it(client, sweep):
+    p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
+    assert p["table"]["partial"] is True
+    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == [2, 2, 1, 2, 1, 1, 3]
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    for row in p["table"]["rows"]:
+        for c in row["cells"]:
+            assert f'<a href="{html.escape(c["url"])}">{c["value"]}</a>' in page
+
+
+def test_sweep_page_marks_the_table_partial_until_done(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert re.search(r'<span [^>]*id="table-partial"[^>]*>partial</span>', page)
+    assert 'id="table-partial" title="[^"]*" hidden' not in page and " hidden>partial<" not in page
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert " hidden>partial</span>" in page
+
+
+def test_a_row_with_waiting_scenarios_shows_how_many_and_no_number_an_answer_can_change(client, sweep):
+    _wait_in_config_2(sweep)
+    p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
+    row = p["table"]["rows"][2]
+    assert row["waiting"] == 1 and p["table"]["waiting"] == 1
+    assert [c["value"] for c in row["cells"]] == [1, None, None, None, None, None, None]
+    assert all("1 scenario of this row waits for an answer" in c["title"] for c in row["cells"][1:])
+    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == [2, 2, 1, 2, 1, 1, 3]  # no scenario waits
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert page.count('title="not final: 1 scenario of this row waits for an answer">—</a>') == 6
+    assert re.search(r'<a href="[^"]*config=2&amp;status=waiting" class="waiting">1</a>', page)
+
+
+def test_a_queue_sweep_with_open_questions_shows_no_negative_number(auth, monkeypatch):
+    # Waiting scenarios have not made their calls yet: their calls+ so far is negative.
+    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)
+    sweep = services.sweep_create(user=None, job_source=builtin_job_source(), depth=1, person="queue",
+                                  configs=[{"name": "real loop, keyless tracker", "design": "loop",
+                                            "tracker": "keyless"}])
+    for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
+        services.chunk_run(chunk_id=pk)
+    assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
+    pages = [text(auth.get(reverse("sweeps:detail", args=[sweep.pk]))),
+             text(auth.get(reverse("sweeps:scenarios", args=[sweep.pk]) + "?status=waiting"))]
+    assert not any(re.search(r">\s*-\d", page) for page in pages)
+    table = auth.get(reverse("sweeps:progress", args=[sweep.pk])).json()["table"]
+    assert all(c["value"] is None or c["value"] >= 0 for row in table["rows"] for c in row["cells"])
+    rows = b"".join(auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])).streaming_content)
+    assert all((x["calls_plus"] or 0) >= 0 for x in map(json.loads, rows.decode().splitlines()))
+    assert Scenario.objects.filter(sweep=sweep, calls_plus__lt=0).count() == 0  # heatmaps sum these
+
+
 def test_progress_endpoint(client, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=10))
+    Chunk.objects.filter(sweep=sweep, stored=True).update(stored_at=timezone.now() - timedelta(seconds=5))
     p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
     assert (p["chunks_stored"], p["total_chunks"], p["scenarios"], p["percent"]) == (3, 4, 5, 75.0)
     assert p["status"] == "running" and p["eta_seconds"] is not None
+    assert p["eta_range"][0] < p["eta_seconds"] < p["eta_range"][1]
 
 
 def test_resume_button_shown_for_a_stalled_sweep(auth, sweep):
@@ -269,7 +369,7 @@ def test_no_resume_button_while_chunks_keep_coming(auth, sweep):
 
 def test_resume_requeues_missing_chunks(auth, sweep):
     r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
-    assert "1 missing chunk(s) queued again" in text(r)
+    assert "1 missing chunk queued again" in text(r)
 
 
 def test_resume_by_anonymous_is_403(client, sweep):
@@ -304,8 +404,33 @@ def test_heatmap_metric_is_chosen_in_the_url(client, sweep):
 
 def test_heatmap_first_by_second_for_one_config(client, sweep):
     fig = figure(text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?config=0&metric=asks")), "second")
-    assert fig["data"][0]["z"] == [[1], [0]]
-    assert fig["data"][0]["customdata"][0][0] == ["tracker-accepted p1", "tracker-accepted q1"]
+    assert fig["data"][0]["z"] == [[1, 0]]  # x: first point 1, 2; y: second point 1
+    s = Scenario.objects.get(sweep=sweep, config=0, first_point=1, second_point=1)
+    assert fig["data"][0]["customdata"][0][0] == ["tracker-accepted p1", "tracker-accepted q1", s.pk]
+
+
+def test_heatmap_second_map_x_axis_names_the_kinds(client, sweep):
+    fig = figure(text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?config=0")), "second")
+    assert fig["layout"]["xaxis"]["ticktext"] == ["1 tracker-accepted", "2 tool-returned"]
+
+
+def test_heatmap_figures_carry_every_metric(client, sweep):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    first, second = figure(page, "first"), figure(page, "second")
+    assert first["metrics"]["calls_plus"]["restyle"]["z"] == [[[0, 3], [0, None], [None, None]]]
+    assert second["metrics"]["duplicates"]["restyle"]["z"] == [[[2, 0]]]
+
+
+def test_heatmap_metric_redraws_without_a_button(client, sweep):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    assert re.search(r'<noscript><button type="submit">show</button></noscript>', page)  # without JS only
+    assert 'metric.addEventListener("change"' in page and "Plotly.update(" in page
+
+
+def test_heatmap_second_map_cell_opens_its_timeline(client, sweep):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
+    assert f'data-scenario-url="{reverse("sweeps:scenario", args=[0])}"' in page
+    assert "p.customdata[2]" in page and "?back=" in page
 
 
 def test_heatmap_click_targets_the_scenario_list(client, sweep):
@@ -316,7 +441,8 @@ def test_heatmap_click_targets_the_scenario_list(client, sweep):
 
 def test_heatmap_loads_plotly_once_from_static(client, sweep):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
-    assert page.count("plotly.min.js") == 1 and "cdn" not in page.lower()
+    assert len(re.findall(r'<script src="/static/plotly/plotly\.min\.[0-9a-f]{12}\.js">', page)) == 1
+    assert page.count("plotly.min") == 1 and "cdn" not in page.lower()
 
 
 def test_heatmap_depth_one_has_no_second_map(client):
@@ -386,6 +512,36 @@ def test_scenario_list_bad_values_are_400(client, sweep, query):
     assert scenarios(client, sweep, query).status_code == 400
 
 
+def test_scenario_list_states_the_sum_it_was_opened_for(client, sweep):
+    page = text(scenarios(client, sweep, "config=0&has_dups=yes&sum=duplicates"))
+    assert re.search(r'<strong id="count">1</strong> scenario matches, <strong id="sum" data-metric="duplicates">2'
+                     r'</strong> duplicate effects', page)
+    assert '<th class="num summed">dups</th>' in page
+
+
+def test_scenario_list_totals_every_metric(client, sweep):
+    page = text(scenarios(client, sweep, "config=0"))
+    totals = dict(re.findall(r'<span id="total-(\w+)">(-?\d+)</span>', page))
+    assert totals == {"duplicates": "2", "missing": "1", "asks": "1", "calls_plus": "3"}
+    assert 'id="sum"' not in page
+
+
+def test_scenario_list_keeps_the_sum_through_the_filter_form(client, sweep):
+    page = text(scenarios(client, sweep, "sum=asks"))
+    assert '<input type="hidden" name="sum" value="asks"' in page
+
+
+def test_scenario_list_bad_sum_is_400(client, sweep):
+    assert scenarios(client, sweep, "sum=id").status_code == 400
+
+
+def test_scenario_list_links_carry_the_way_back(client, sweep):
+    s = Scenario.objects.get(sweep=sweep, config=1)
+    page = text(scenarios(client, sweep, "config=1&page=1"))
+    here = f"/sweeps/{sweep.pk}/scenarios/%3Fconfig%3D1%26page%3D1"
+    assert f'href="{reverse("sweeps:scenario", args=[s.pk])}?back={here}"' in page
+
+
 def test_scenario_list_of_unknown_sweep_is_404(client):
     assert client.get(reverse("sweeps:scenarios", args=[12345])).status_code == 404
 
@@ -420,6 +576,59 @@ def test_timeline_with_a_corrupt_checkpoint_shows_an_error(client, sweep):
     assert 'id="timeline-error"' in text(r) and "stored durable state" in text(r)
 
 
+def test_timeline_is_drawn_as_swimlanes_with_crashes_and_the_duplicate(client):
+    s = _data.make_sweep(1)
+    sc = _data.add(s, 0, 5, 3, first_kind="tool-returned", first_label="tool-returned create_issue call_1")
+    page = text(client.get(reverse("sweeps:scenario", args=[sc.pk])))
+    svg = re.search(r'<svg id="lanes".*?</svg>', page, re.S).group(0)
+    assert svg.count('class="mark mark-crash"') == 2 and svg.count('class="mark mark-restart"') == 2
+    (dup,) = re.findall(r'<a href="#ev-(\d+)" class="mark mark-dup"', svg)
+    assert f'<tr class="ev-tracker ev-dup" id="ev-{dup}">' in page
+    assert ">process 3</text>" in svg and ">person</text>" in svg
+
+
+def test_every_mark_has_a_tooltip_and_leads_to_its_row(client, sweep):
+    s = _data.add(sweep, 2, 1, 1, timeline=[{"kind": "start", "text": "run-1 starts"},
+                                             {"kind": "crash", "text": "crash <at> point 1"}])
+    page = text(client.get(reverse("sweeps:scenario", args=[s.pk])))
+    assert '<a href="#ev-2" class="mark mark-crash" data-n="2"><path' in page and 'id="ev-2"' in page
+    assert "<title>#2 crash 1: crash &lt;at&gt; point 1</title>" in page
+
+
+def test_timeline_without_events_draws_no_lanes(client, sweep):
+    s = _data.add(sweep, 2, 1, 1, timeline=[])
+    assert 'id="lanes"' not in text(client.get(reverse("sweeps:scenario", args=[s.pk])))
+
+
+def scenario_back(client, sc, back=None):
+    url = reverse("sweeps:scenario", args=[sc.pk]) + ("?back=" + back if back is not None else "")
+    return re.search(r'<a href="([^"]*)" id="back">', text(client.get(url))).group(1)
+
+
+def test_scenario_back_link_returns_to_the_list_it_came_from(client, sweep):
+    sc = Scenario.objects.get(sweep=sweep, config=1)
+    back = f"/sweeps/{sweep.pk}/scenarios/?config=1&has_dups=yes&page=1"
+    assert html.unescape(scenario_back(client, sc, quote(back))) == back
+
+
+def test_scenario_back_link_may_return_to_the_heatmap(client, sweep):
+    sc = Scenario.objects.get(sweep=sweep, config=1)
+    back = f"/sweeps/{sweep.pk}/heatmap/?metric=asks&config=0"
+    assert html.unescape(scenario_back(client, sc, quote(back))) == back
+
+
+def test_scenario_back_link_defaults_to_the_sweeps_list(client, sweep):
+    sc = Scenario.objects.get(sweep=sweep, config=1)
+    assert scenario_back(client, sc) == reverse("sweeps:scenarios", args=[sweep.pk])
+
+
+@pytest.mark.parametrize("back", ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
+                                  "/admin/", "/accounts/logout/", "/nowhere/", "x" * 3000, "relative/path"])
+def test_scenario_back_link_refuses_what_is_not_a_list_here(client, sweep, back):
+    sc = Scenario.objects.get(sweep=sweep, config=1)
+    assert scenario_back(client, sc, quote(back)) == reverse("sweeps:scenarios", args=[sweep.pk])
+
+
 def test_unknown_scenario_is_404(client):
     assert client.get(reverse("sweeps:scenario", args=[424242])).status_code == 404
 
@@ -440,6 +649,13 @@ def test_question_queue_shows_what_the_person_needs(client, sweep, waiting):
     assert "lookup found nothing; asking" in page
     assert html.escape('{"title": "Login fails"}') in page
     assert reverse("sweeps:scenario", args=[waiting[0].scenario_id]) in page
+
+
+def test_a_question_names_its_run_as_timelines_do(client, sweep, waiting):
+    _data.question(_data.add(sweep, 2, 3, status=Scenario.Status.WAITING), "1:call_4")
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk])))
+    assert re.findall(r'<span class="muted run-name">\((.*?)\)</span>', page) == ["run-1", "run-1", "run-2"]
+    assert "run 0:call_1" not in page
 
 
 def test_global_question_queue(client, sweep, waiting):
@@ -507,7 +723,7 @@ def test_answer_unknown_question_is_404(auth):
 
 def test_answer_all_truthfully(auth, sweep, waiting):
     r = auth.post(reverse("sweeps:answer_all", args=[sweep.pk]), follow=True)
-    assert "2 open question(s) answered" in text(r)
+    assert "2 open questions answered" in text(r)
     assert all(q.answer == q.truth for q in Question.objects.all())
 
 
@@ -531,10 +747,25 @@ def test_export_needs_login(client, sweep):
 
 @pytest.mark.parametrize("suffix,fmt", [("csv", "csv"), ("json", "json"), ("md", "markdown")])
 def test_export_table_is_the_chapter_layout(auth, sweep, suffix, fmt):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)
     r = auth.get(reverse("sweeps:export_table", args=[sweep.pk, suffix]))
     assert r.status_code == 200
     assert text(r) == render(selectors.sweep_table(sweep), fmt)
     assert f'filename="sweep-{sweep.pk}-table.{suffix}"' in r["Content-Disposition"]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "json", "md"])
+def test_export_table_of_a_sweep_not_done_is_refused_as_not_final(auth, sweep, suffix):
+    r = auth.get(reverse("sweeps:export_table", args=[sweep.pk, suffix]))
+    assert r.status_code == 409 and "not final" in text(r)
+
+
+def test_export_scenarios_leaves_a_waiting_scenario_s_outcome_empty(auth, sweep):
+    _data.add(sweep, 2, 1, status=Scenario.Status.WAITING, missing=2, asks=1, calls_plus=-3)
+    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?config=2")
+    (line,) = [json.loads(x) for x in b"".join(r.streaming_content).decode().splitlines()]
+    assert line["status"] == "waiting"
+    assert [line[k] for k in ("duplicates", "missing", "asks", "approvals", "model_calls", "calls_plus")] == [None] * 6
 
 
 def test_export_scenarios_csv(auth, sweep):
@@ -564,6 +795,118 @@ def test_export_bad_filter_is_400(auth, sweep):
 
 def test_export_unknown_sweep_is_404(auth):
     assert auth.get(reverse("sweeps:export_table", args=[777, "csv"])).status_code == 404
+
+
+# --- compare two sweeps ------------------------------------------------------------------------
+
+@pytest.fixture
+def other_sweep(sweep):
+    """Sweep's first two configurations, the second with another number; a fourth config of its own."""
+    s = _data.make_sweep(2, configs=sweep.configs[:2] + [_data.configs(4)[3]], name="after the change")
+    _data.add(s, 0, 1)
+    _data.add(s, 0, 1, 1, duplicates=2, asks=1)
+    _data.add(s, 0, 2, missing=1)
+    _data.add(s, 0, 2, 1, calls_plus=3)
+    _data.add(s, 1, 1, duplicates=3)
+    return s
+
+
+def compare(client, query):
+    return client.get(reverse("sweeps:compare") + query)
+
+
+def compare_rows(page):
+    """{configuration: (data-in, [(value text, highlighted), ...])} from the compare table."""
+    out = {}
+    for attrs, body in re.findall(r'<tr class="[^"]*" data-in="(\w+)">(.*?)</tr>', page, re.S):
+        name = re.sub(r"<[^>]+>|\(only in sweep \d+\)", "", re.search(r"<td>(.*?)</td>", body, re.S).group(1)).strip()
+        cells = re.findall(r'<td class="num([^"]*)">(.*?)</td>', body, re.S)
+        out[html.unescape(name)] = (attrs, [(re.sub(r"<[^>]+>", " ", v).split()[0], "diff" in c) for c, v in cells])
+    return out
+
+
+def test_compare_without_sweeps_offers_the_choice(client, sweep, other_sweep):
+    r = compare(client, "")
+    assert r.status_code == 200 and 'id="compare-form"' in text(r) and 'id="compare"' not in text(r)
+    assert f'<option value="{other_sweep.pk}">{other_sweep.pk}: after the change, running</option>' in text(r)
+
+
+def test_compare_from_a_sweeps_nav_link_preselects_it(client, sweep, other_sweep):
+    page = text(compare(client, f"?a={sweep.pk}"))
+    assert f'<option value="{sweep.pk}" selected>' in page and 'id="compare"' not in page
+
+
+def test_compare_shows_both_tables_side_by_side_with_the_differences_highlighted(client, sweep, other_sweep):
+    rows = compare_rows(text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}")))
+    same, changed = sweep.configs[0]["name"], sweep.configs[1]["name"]
+    assert rows[same] == ("both", [(v, False) for v in ["2", "2", "1", "2", "1", "1", "3"] * 2])
+    assert rows[changed][1][3] == ("1", True) and rows[changed][1][7 + 3] == ("3", True)  # dups 1 -> 3
+    assert rows[changed][1][0] == ("1", False)
+
+
+def test_compare_says_which_rows_only_one_sweep_has(client, sweep, other_sweep):
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    rows = compare_rows(page)
+    assert rows[sweep.configs[2]["name"]][0] == "a" and rows[other_sweep.configs[2]["name"]][0] == "b"
+    assert f"(only in sweep {sweep.pk})" in page and f"(only in sweep {other_sweep.pk})" in page
+    assert '<strong id="changed-count">3</strong> of 4 configurations differ' in page
+
+
+def test_compare_shows_b_minus_a_beside_b(client, sweep, other_sweep):
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert '3<span class="delta">+2</span>' in page
+
+
+def test_compare_says_when_a_table_is_not_final(client, sweep, other_sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert f"sweep {other_sweep.pk} is running: its table is not final" in page
+
+
+def test_compare_says_when_the_job_files_differ(client, sweep, other_sweep):
+    assert 'id="jobs-differ"' not in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    Sweep.objects.filter(pk=other_sweep.pk).update(job_source='{"name": "triage", "changed": 1}')
+    assert 'id="jobs-differ"' in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+
+
+@pytest.mark.parametrize("query", ["?a=x&b=1", "?a=0&b=1", "?a=1&b=-4", "?a=1&b=99999999999999999999"])
+def test_compare_bad_ids_are_400(client, sweep, query):
+    assert compare(client, query).status_code == 400
+
+
+def test_compare_unknown_sweep_is_404(client, sweep):
+    assert compare(client, f"?a={sweep.pk}&b=424242").status_code == 404
+
+
+def test_sweep_nav_links_to_compare(client, sweep):
+    assert f'href="{reverse("sweeps:compare")}?a={sweep.pk}"' in text(client.get(reverse("sweeps:detail",
+                                                                                         args=[sweep.pk])))
+
+
+def test_compare_export_needs_login(client, sweep, other_sweep):
+    r = client.get(reverse("sweeps:compare_export") + f"?a={sweep.pk}&b={other_sweep.pk}")
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+
+
+def test_compare_export_is_the_difference_as_csv(auth, sweep, other_sweep):
+    r = auth.get(reverse("sweeps:compare_export") + f"?a={sweep.pk}&b={other_sweep.pk}")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    assert f'filename="compare-sweep-{sweep.pk}-with-{other_sweep.pk}.csv"' in r["Content-Disposition"]
+    lines = list(csv.DictReader(io.StringIO(text(r))))
+    by_name = {line["configuration"]: line for line in lines}
+    changed = by_name[sweep.configs[1]["name"]]
+    assert (changed["in"], changed["changed"], changed["dups_a"], changed["dups_b"], changed["dups_diff"]) == (
+        "both", "yes", "1", "3", "2")
+    assert by_name[sweep.configs[2]["name"]]["in"] == "a only" and len(lines) == 4
+
+
+@pytest.mark.parametrize("query", ["", "?a=1", "?a=x&b=2"])
+def test_compare_export_without_two_good_ids_is_400(auth, sweep, query):
+    assert auth.get(reverse("sweeps:compare_export") + query).status_code == 400
+
+
+def test_compare_export_unknown_sweep_is_404(auth, sweep):
+    assert auth.get(reverse("sweeps:compare_export") + f"?a=424242&b={sweep.pk}").status_code == 404
 
 
 # --- 7. admin and login ------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout.
 The sweep is created by services.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
-same database and broker and stops at the end. A progress bar (chunks stored / total, read from
+same database and broker and stops at the end. Without --workers it first asks (Celery's remote
+control, a few seconds at most) whether a worker consumes the queue, and if none answers says how to
+start one, storing nothing. A progress bar (chunks stored / total, read from
 the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
 (services.sweeps_resume_stalled): chunks whose messages were lost are queued again. User errors
 are one line (CommandError).
@@ -32,6 +34,9 @@ from agentcore.checkpoint import CheckpointError
 from agentcore.records import ScenarioRecord
 from sweeps import selectors, services, tasks
 from sweeps.models import Chunk, Scenario, Sweep
+
+# How long each of the 3 rounds of asking for a worker on the queue waits for answers.
+WORKER_PING_SECONDS = 1.0
 
 
 def seconds(text: str) -> float:
@@ -67,6 +72,10 @@ class Command(BaseCommand):
             if not os.path.isdir(folder):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
+            if not options["workers"]:  # user errors first, then whether anything would run it
+                services.sweep_check(job_source=source, configs=configs, depth=options["depth"], runs=runs,
+                                     source_name=source_name)
+                self._need_workers()
             sweep = services.sweep_create(user=None, job_source=source, configs=configs, depth=options["depth"],
                                           runs=runs, source_name=source_name)
         except ValidationError as e:
@@ -100,6 +109,22 @@ class Command(BaseCommand):
             return raw.decode(), name
         except UnicodeDecodeError:
             raise CommandError(f"{name}: file: not UTF-8 text") from None
+
+    def _need_workers(self) -> None:
+        """Without --workers, a worker must be running on the queue: else say so within seconds
+        (nothing is stored) rather than wait at 0 % for ever."""
+        waited = 0.0
+        try:
+            # The first answer ends the first round; a worker busy with a task answers after it.
+            for limit, timeout in ((1, WORKER_PING_SECONDS), (None, WORKER_PING_SECONDS), (None, WORKER_PING_SECONDS)):
+                if tasks.queue_workers(timeout, limit):
+                    return
+                waited += timeout
+        except (KombuError, OSError) as e:
+            raise CommandError(f"cannot ask the workers: the broker is unreachable ({type(e).__name__}: {e})") from None
+        raise CommandError(f"no Celery worker answers on queue {tasks.app.conf.task_default_queue} (asked for "
+                           f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
+                           f"for this sweep")
 
     def _start_workers(self, n: int) -> list[tuple[subprocess.Popen, Any]]:
         workers = []
