@@ -17,6 +17,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from agentcore.crash import Kind
+
 METRIC_TITLES = {
     "duplicates": "duplicate effects",
     "asks": "questions asked",
@@ -28,12 +30,11 @@ COLORSCALE = [[0.0, "#fffbf0"], [0.15, "#fee391"], [0.5, "#fb8c3c"], [1.0, "#a50
 
 
 # Each crash point kind's two-letter code, written in its heatmap cells (the page's legend spells
-# them out), so that hover is not the only way to learn a point's kind.
-KIND_CODES = {
-    "reply-arrived": "RA", "marker-saved": "MS", "tracker-accepted": "TA", "tool-returned": "TR",
-    "tool-failed": "TF", "lookup-answered": "LA", "result-saved": "RS", "save-half-done": "SH",
-    "save-renamed": "SR", "approval-pending": "AP", "decision-saved": "DS",
-}
+# them out), so that hover is not the only way to learn a point's kind: the initials of its first two
+# words ("tracker-accepted" -> "TA", "save-half-done" -> "SH").
+KIND_CODES = {k.value: "".join(w[0] for w in k.value.split("-")[:2]).upper() for k in Kind}
+assert len(set(KIND_CODES.values())) == len(KIND_CODES), "two crash point kinds share a code"
+
 # Above this many cells a map carries no in-cell codes (Plotly draws one SVG text per cell); its axes
 # and hover still name the kinds.
 MAX_TEXT_CELLS = 4000
