@@ -38,12 +38,19 @@ def session_environ(**extra: str) -> dict[str, str]:
     return env
 
 
+def _as_in_a_terminal() -> None:
+    # A foreground job in a terminal takes Ctrl-C; a process started in the background by a shell
+    # (CI's, say) ignores SIGINT, and its children would inherit that.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 def start(target: str, port: int, env: Mapping[str, str], log: Path, *args: str) -> subprocess.Popen:
     """`make TARGET HOST=127.0.0.1 PORT=port ARGS...` in the project folder, output to `log`."""
     with log.open("w") as out:
         return subprocess.Popen(["make", "--no-print-directory", target, "HOST=127.0.0.1", f"PORT={port}", *args],
                                 cwd=settings.BASE_DIR, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_as_in_a_terminal)
 
 
 def answers(url: str, headers: Mapping[str, str] | None = None) -> bool:
@@ -66,19 +73,22 @@ def wait_until_served(proc: subprocess.Popen, url: str, log: Path, timeout: floa
         time.sleep(0.2)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Ctrl-C: SIGINT to the whole group (make, its shell, the web server, the workers); SIGKILL if it lingers."""
+def stop(proc: subprocess.Popen) -> float:
+    """Ctrl-C: SIGINT to the whole group (make, its shell, the web server, the workers); SIGKILL if it
+    lingers. Returns the seconds it took."""
+    began = time.monotonic()
     for sig, grace in ((signal.SIGINT, 30), (signal.SIGKILL, 10)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
-            break
+            return time.monotonic() - began
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
             proc.poll()  # reap make, or the group never looks empty
             try:
                 os.killpg(proc.pid, 0)
             except ProcessLookupError:
-                return
+                return time.monotonic() - began
             time.sleep(0.2)
     proc.poll()
+    return time.monotonic() - began
