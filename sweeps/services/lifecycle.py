@@ -37,8 +37,8 @@ def sweep_cancel(*, sweep_id: int) -> bool:
     """Cancel a running or waiting sweep; True if this call cancelled it (False: it is done, failed
     or cancelled already; a second click changes nothing).
 
-    Its queued chunks are skipped by the workers (not stored, not counted as failed: chunks.claim),
-    a chunk playing at that moment is not stored (chunks.mark_stored), answered questions wait, and
+    Its queued chunks are skipped by the workers (not stored, not counted as failed: chunks._claim),
+    a chunk playing at that moment is not stored (chunks._mark_stored), answered questions wait, and
     the stall watchdog leaves it alone; the rows stored before stay. `sweep_resume` goes on from
     there."""
     return take(Sweep, sweep_id, Sweep.Status.CANCELLED, sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING],

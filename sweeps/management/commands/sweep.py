@@ -1,7 +1,7 @@
 """python manage.py sweep: `python -m agentcore table` / `sweep`, run through the dashboard.
 
 The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout.
-The sweep is created by services.sweep_create and stored; its chunks are run by Celery workers:
+The sweep is created by services.launch.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
 same database and broker and stops at the end. Without --workers it first asks (Celery's remote
 control, a few seconds at most) whether a worker consumes the queue, and if none answers says how to
