@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
@@ -524,7 +525,7 @@ def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings)
 
     settings.SWEEPSITE_STALL_SECONDS = 0.1
     monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)  # every message lost
-    monkeypatch.setattr(tasks, "queue_workers", lambda *a, **kw: ["fake@host"])  # "a worker answers"
+    monkeypatch.setattr(sweepworkers, "queue_workers", lambda *a, **kw: ["fake@host"])  # "a worker answers"
     calls: list[dict[str, Any]] = []
 
     def resume_stalled(**kw: Any) -> int:
