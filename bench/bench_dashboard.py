@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_dashboard.py [--reps 5] [--workers 1 2]
 
-The dashboard side: `services.sweep_create` (validation, planning, chunk rows, enqueue on commit)
+The dashboard side: `launch.sweep_create` (validation, planning, chunk rows, enqueue on commit)
 with N Celery workers already running (as under `make run`), until the sweep's finished_at, set
 in the database when it is done (every chunk's scenarios stored, the table cached). The embedded default (SQLite
 and the filesystem broker) in a fresh temp folder, unless DATABASE_URL / CELERY_BROKER_URL are set.
@@ -42,15 +42,20 @@ from django.core.management import call_command
 
 from agentcore import jobs
 from agentcore import sweep as agentsweep
-from sweeps import selectors, services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import selectors
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Sweep
+from sweeps.services import launch
+from sweepsite.celery import app
 
 
 def start_workers(n: int, logdir: str) -> list[subprocess.Popen]:
     procs = []
     for i in range(n):
         logfile = open(os.path.join(logdir, f"worker{i}.log"), "w")  # noqa: SIM115
-        procs.append(subprocess.Popen(tasks.worker_argv(f"bench{i}-{os.getpid()}", "INFO"), env=tasks.worker_environ(),
+        procs.append(subprocess.Popen(sweepworkers.worker_argv(f"bench{i}-{os.getpid()}", "INFO"),
+                                      env=sweepworkers.worker_environ(),
                                       cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT))
     deadline = time.monotonic() + 60
     for i in range(n):
@@ -78,8 +83,8 @@ def dashboard_once(expected: list) -> tuple[float, float]:
     # finished_at. Polling for it every 0.25 s keeps this process off the workers' cores (two
     # workers on two cores: a tight poll would slow one of them down, as no browser does).
     t0 = time.time()
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
-                                  configs=services.table_configs_for(), depth=2)
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.table_configs_for(), depth=2)
     launched = time.time() - t0
     while Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get() != Sweep.Status.DONE:
         time.sleep(0.25)
@@ -93,8 +98,8 @@ def dashboard_once(expected: list) -> tuple[float, float]:
 
 def warm_up() -> None:
     """A small sweep, one chunk per message: every worker imports, connects and caches."""
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
-                                  configs=services.table_configs_for()[:1], depth=1)
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.table_configs_for()[:1], depth=1)
     while Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get() != Sweep.Status.DONE:
         time.sleep(0.05)
 
@@ -127,8 +132,8 @@ def main() -> None:
     args = ap.parse_args()
     call_command("migrate", verbosity=0)
     expected = [r.to_dict() for r in agentsweep.sweep(agentsweep.table_configs(jobs.load("triage"))).rows]
-    db = tasks.database_url().split(":")[0]
-    print(f"database {db}, broker {tasks.app.conf.broker_url.split(':')[0]}, {os.cpu_count()} cores, "
+    db = sweepworkers.database_url().split(":")[0]
+    print(f"database {db}, broker {app.conf.broker_url.split(':')[0]}, {os.cpu_count()} cores, "
           f"{args.reps} repetitions, medians in seconds")
     counts = sorted(set(args.workers))
     runs: dict[int, list[tuple[float, float]]] = {n: [] for n in counts}

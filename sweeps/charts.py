@@ -264,6 +264,30 @@ def _lane_of(kind: str, text: str) -> tuple[str, str, str]:
     return "process", "other", "circle"
 
 
+def _place(events: Sequence[Mapping[str, Any]], dup_events: set[int]) -> list[tuple[int, int, str, str, str, str, str]]:
+    """Each event's (n, process index, lane, cls, shape, kind, text): a restart starts the next process."""
+    placed = []
+    proc = 0
+    for n, ev in enumerate(events, 1):
+        kind, text = str(ev.get("kind", "")), str(ev.get("text", ""))
+        if n > 1 and kind == "restart":
+            proc += 1
+        lane, cls, shape = _lane_of(kind, text)
+        placed.append((n, proc, lane, "dup" if n in dup_events else cls, shape, kind, text))
+    return placed
+
+
+def _annotate(n: int, kind: str, text: str, cls: str, crashes: int) -> tuple[str, tuple[str, int, str] | None]:
+    """A mark's tooltip, and its label above it (text, px above the mark, class) if it has one."""
+    if kind == "crash":
+        return f"#{n} crash {crashes}: {text}", (f"crash {crashes}", 4, "crash")
+    if kind == "restart":
+        return f"#{n} {kind}: {text}", ("restart", 4, "restart")
+    if cls == "dup":
+        return f"#{n} duplicate effect made here: {text}", ("duplicate", 5, "dup")
+    return f"#{n} {kind}: {text}", None
+
+
 def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mapping[str, Any]] = (),
                    width: int = TL_WIDTH) -> dict[str, Any]:
     """A scenario's timeline as swimlanes (after Jepsen's timelines and Temporal's event history).
@@ -282,17 +306,8 @@ def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mappin
     """
     events = [e for e in events if isinstance(e, Mapping)]
     dup_events = _effect_answer_events(events, effects)
-    placed = []  # (n, process index, lane, cls, shape, kind, text)
-    proc = 0
-    for n, ev in enumerate(events, 1):
-        kind, text = str(ev.get("kind", "")), str(ev.get("text", ""))
-        if n > 1 and kind == "restart":
-            proc += 1
-        lane, cls, shape = _lane_of(kind, text)
-        if n in dup_events:
-            cls = "dup"
-        placed.append((n, proc, lane, cls, shape, kind, text))
-    processes = proc + 1 if events else 0
+    placed = _place(events, dup_events)
+    processes = placed[-1][1] + 1 if placed else 0
     names = [f"process {i + 1}" for i in range(processes)] + ["checkpoint", "tracker", "person"]
     lane_y = {name: TL_TOP + TL_LANE * i + TL_LANE / 2 for i, name in enumerate(names)}
 
@@ -311,16 +326,10 @@ def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mappin
         last[p] = x
         if kind in ("crash", "failed") or (kind == "question" and n == len(events)):  # waiting for an answer
             end[p] = kind
-        title = f"#{n} {kind}: {text}"
-        if kind == "crash":
-            crashes += 1
-            title = f"#{n} crash {crashes}: {text}"
-            labels.append({"x": x, "y": y - TL_R - 4, "text": f"crash {crashes}", "cls": "crash"})
-        elif kind == "restart":
-            labels.append({"x": x, "y": y - TL_R - 4, "text": "restart", "cls": "restart"})
-        elif cls == "dup":
-            title = f"#{n} duplicate effect made here: {text}"
-            labels.append({"x": x, "y": y - TL_R - 5, "text": "duplicate", "cls": "dup"})
+        crashes += kind == "crash"
+        title, label = _annotate(n, kind, text, cls, crashes)
+        if label is not None:
+            labels.append({"x": x, "y": y - TL_R - label[1], "text": label[0], "cls": label[2]})
         r = TL_R + 2 if cls in ("crash", "dup", "question") else TL_R
         marks.append({"n": n, "x": x, "y": y, "cls": cls, "path": _shape(shape, x, y, r), "title": title,
                       "link": None if lane == "process" else {"y1": lane_y[pname], "y2": y}})

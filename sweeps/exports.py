@@ -16,6 +16,7 @@ from typing import Any
 
 from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
+from sweeps.schema import RECORD_FIELDS
 
 # URL suffix -> (agentcore.report format, content type)
 TABLE_FORMATS: dict[str, tuple[str, str]] = {
@@ -29,9 +30,7 @@ ROW_FORMATS: dict[str, str] = {
     "jsonl": "application/x-ndjson",
 }
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order.
-ROW_FIELDS = ("sweep", "config", "config_name", "job", "design", "tracker", "runs", "first_point", "first_kind",
-              "first_label", "second_point", "second_kind", "second_label", "duplicates", "missing", "asks",
-              "approvals", "model_calls", "calls_plus", "status")
+ROW_FIELDS = ("sweep", "config", "config_name", *RECORD_FIELDS)
 BATCH = 500
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from importlib import resources
 from typing import Any
 
 from django import forms
@@ -16,19 +15,14 @@ from django.conf import settings
 
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
-from agentcore.jobs import BUILTIN, JobError, parse
+from agentcore.jobs import JobError, parse
 from agentcore.world import MODES
+from sweeps.configs import builtin_job_source
+from sweeps.limits import MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS
 
-MAX_POINT = 1_000_000  # far beyond any sweep; keeps integers inside what every database takes
-MAX_PAGE = 1_000_000
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
-
-
-def builtin_job_source(name: str = "triage") -> str:
-    """The JSON text of a built-in job."""
-    return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text(encoding="utf-8")
 
 
 def _yes_no(label: str) -> forms.TypedChoiceField:
@@ -87,7 +81,8 @@ class LaunchForm(forms.Form):
                                          widget=forms.CheckboxSelectMultiple, label="tracker modes")
     depth = forms.TypedChoiceField(choices=[(1, "1: crash once"), (2, "2: crash once, then again in the restart")],
                                    coerce=int, initial=2)
-    runs = forms.IntegerField(min_value=1, max_value=10, initial=1, help_text="job runs in sequence (1 to 10)")
+    runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=1,
+                              help_text=f"job runs in sequence (1 to {MAX_RUNS})")
     person = forms.ChoiceField(choices=[(Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
                                         (Sweep.Person.QUEUE, "the question queue (people answer here)")],
                                initial=Sweep.Person.SCRIPTED)
@@ -251,10 +246,10 @@ class CompareForm(forms.Form):
 class BackForm(forms.Form):
     """A scenario page's `back`: the list (or map) it was opened from; views check it is a local page."""
 
-    back = forms.CharField(required=False, max_length=2000)
+    back = forms.CharField(required=False, max_length=MAX_URL_CHARS)
 
 
 class AnswerForm(forms.Form):
     happened = forms.TypedChoiceField(choices=[("yes", "it happened"), ("no", "it did not happen")],
                                       coerce=lambda v: v == "yes")
-    next = forms.CharField(required=False, max_length=2000)
+    next = forms.CharField(required=False, max_length=MAX_URL_CHARS)

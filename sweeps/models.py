@@ -15,12 +15,27 @@ Rules:
   index into it. The job is stored as its JSON text, so a sweep can always be re-run or resumed.
 - A question holds what the person needs (the call, its key, what the ladder tried) and the
   scenario's durable state while it waits (checkpoint files and tracker records).
+- Status transitions are data, as in h11's `_state.py`: each model with a status has EDGES, the
+  table of allowed edges (source -> targets), next to its Status; `take` is the one way a status is
+  written, a conditional UPDATE (`... WHERE pk = %s AND status IN (allowed sources)`) that says
+  whether the edge was taken, so two racing writers take it once. An edge not in the table raises
+  IllegalTransition (a bug, never a user error). A chunk has no status: its `stored` flag goes from
+  false to true once, by the conditional UPDATE of services/chunks.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+
+from sweeps.limits import MAX_NAME, MAX_NOTES
+
+
+class IllegalTransition(RuntimeError):
+    """A status write along an edge its model's EDGES table does not have."""
 
 
 class Sweep(models.Model):
@@ -35,9 +50,19 @@ class Sweep(models.Model):
         SCRIPTED = "scripted"
         QUEUE = "queue"
 
+    # source -> the statuses it may go to. running/waiting: chunks stored, questions open or not;
+    # failed -> failed: a later failure replaces the message; done is final.
+    EDGES = {
+        Status.RUNNING: frozenset({Status.WAITING, Status.DONE, Status.FAILED, Status.CANCELLED}),
+        Status.WAITING: frozenset({Status.RUNNING, Status.DONE, Status.FAILED, Status.CANCELLED}),
+        Status.FAILED: frozenset({Status.RUNNING, Status.DONE, Status.FAILED}),  # resume; finalize
+        Status.CANCELLED: frozenset({Status.RUNNING, Status.DONE, Status.FAILED}),  # resume; finalize
+        Status.DONE: frozenset(),
+    }
+
     job_name = models.CharField(max_length=200)
-    name = models.CharField(max_length=200, blank=True, help_text="the person's name for this sweep")
-    notes = models.TextField(blank=True, max_length=10_000)
+    name = models.CharField(max_length=MAX_NAME, blank=True, help_text="the person's name for this sweep")
+    notes = models.TextField(blank=True, max_length=MAX_NOTES)
     job_source = models.TextField(help_text="the job file's JSON text")
     configs = models.JSONField(help_text='[{"name", "design", "tracker"}, ...]')
     depth = models.PositiveSmallIntegerField(default=2)
@@ -93,6 +118,14 @@ class Scenario(models.Model):
         WAITING = "waiting"
         FAILED = "failed"
 
+    # A scenario is stored done, waiting or failed; only a waiting one changes, when its question's
+    # answer resumes it (it may ask again: waiting -> waiting).
+    EDGES = {
+        Status.WAITING: frozenset({Status.WAITING, Status.DONE, Status.FAILED}),
+        Status.DONE: frozenset(),
+        Status.FAILED: frozenset(),
+    }
+
     # No index of its own: every index below starts with the sweep.
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="scenarios", db_index=False)
     config = models.PositiveSmallIntegerField()
@@ -140,6 +173,13 @@ class Question(models.Model):
         ANSWERED = "answered"
         RESUMED = "resumed"
 
+    # The first answer is kept (open -> answered once); its resume is stored once (answered -> resumed).
+    EDGES = {
+        Status.OPEN: frozenset({Status.ANSWERED}),
+        Status.ANSWERED: frozenset({Status.RESUMED}),
+        Status.RESUMED: frozenset(),
+    }
+
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="questions")
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="questions")
     qid = models.CharField(max_length=200,
@@ -159,3 +199,18 @@ class Question(models.Model):
         constraints = [models.UniqueConstraint(fields=["scenario", "qid"], name="question_identity")]
         indexes = [models.Index(fields=["sweep", "status"])]
         ordering = ["created_at", "id"]
+
+
+def take(model: type[Sweep | Scenario | Question], pk: int, to: str, *, sources: Iterable[str] | None = None,
+         **fields: Any) -> bool:
+    """Move row `pk` of `model` to status `to` (and set `fields` with it) if its status is one of
+    `sources` (default: every source the model's EDGES lets reach `to`); whether it moved.
+
+    One conditional UPDATE, so of two racing writers one takes the edge. Raises IllegalTransition
+    if an edge sources -> to is not in the table."""
+    edges: dict[str, frozenset[str]] = model.EDGES  # type: ignore[attr-defined]
+    froms = [s for s, targets in edges.items() if to in targets] if sources is None else list(sources)
+    illegal = [s for s in froms if to not in edges.get(s, frozenset())]
+    if illegal or not froms:
+        raise IllegalTransition(f"{model.__name__}.status: no edge {', '.join(illegal) or '(nothing)'} -> {to}")
+    return bool(model.objects.filter(pk=pk, status__in=froms).update(status=to, **fields))

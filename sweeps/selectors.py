@@ -1,54 +1,52 @@
-"""Every read the pages, exports and commands need. No writes here (those are in services.py)."""
+"""Every read the pages, exports and commands need. No writes here (those are in sweeps/services/)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from agentcore.records import COLUMNS, TableRow
+from sweeps.limits import (
+    COMPARE_CHOICES,
+    DEFAULT_RATE,
+    ETA_MIN_SECONDS,
+    ETA_MIN_SHARE,
+    ETA_RANGE,
+    ETA_WINDOW,
+    RATE_SWEEPS,
+)
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.schema import LIST_FIELDS, row_fields
+
+# Each table column (agentcore.records.COLUMNS) as an aggregate over a configuration's scenario rows.
+_TABLE_AGGREGATES = {
+    "once": Count("id", filter=Q(second_point=0)),
+    "twice": Count("id", filter=Q(second_point__gt=0)),
+    "with_dups": Count("id", filter=Q(duplicates__gt=0)),
+    "dups": Sum("duplicates"),
+    "missing": Sum("missing"),
+    "asks": Sum("asks"),
+    "calls_plus": Sum("calls_plus"),
+}
+assert tuple(_TABLE_AGGREGATES) == COLUMNS, "one aggregate per column of agentcore's table"
 
 
 def sweep_table(sweep: Sweep) -> list[TableRow]:
     """The chapter's table for a sweep, one row per configuration, from the stored scenario rows."""
-    agg = (
-        Scenario.objects.filter(sweep=sweep)
-        .values("config")
-        .annotate(
-            once=Count("id", filter=Q(second_point=0)),
-            twice=Count("id", filter=Q(second_point__gt=0)),
-            with_dups=Count("id", filter=Q(duplicates__gt=0)),
-            dups=Sum("duplicates"),
-            missing=Sum("missing"),
-            asks=Sum("asks"),
-            calls_plus=Sum("calls_plus"),
-        )
-    )
+    agg = Scenario.objects.filter(sweep=sweep).values("config").annotate(**_TABLE_AGGREGATES)
     by_config = {a["config"]: a for a in agg}
-    rows = []
-    for i, cfg in enumerate(sweep.configs):
-        a = by_config.get(i, {})
-        rows.append(TableRow(cfg["name"], *(a.get(c) or 0 for c in
-                                            ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus"))))
-    return rows
+    return [TableRow(cfg["name"], *(by_config.get(i, {}).get(c) or 0 for c in COLUMNS))
+            for i, cfg in enumerate(sweep.configs)]
 
 
 # --- pages, exports and charts ---------------------------------------------------------------
 
 METRICS = ("duplicates", "asks", "calls_plus", "missing")
-# The columns a scenario list or export reads: never the JSON columns (timeline, effects).
-LIST_FIELDS = ("id", "sweep_id", "config", "design", "tracker", "job", "runs", "first_point", "first_kind",
-               "first_label", "second_point", "second_kind", "second_label", "duplicates", "missing", "asks",
-               "approvals", "model_calls", "calls_plus", "status")
-# An export row's fields: the agentcore record's, in its order (second_* are None in a once scenario).
-RECORD_FIELDS = ("job", "design", "tracker", "runs", "first_point", "first_kind", "first_label", "second_point",
-                 "second_kind", "second_label", "duplicates", "missing", "asks", "approvals", "model_calls",
-                 "calls_plus", "status")
 
 
 def sweep_list() -> QuerySet[Sweep]:
@@ -57,13 +55,6 @@ def sweep_list() -> QuerySet[Sweep]:
     return (Sweep.objects.defer("job_source", "table")
             .select_related("created_by")
             .annotate(chunks_stored=Subquery(stored.annotate(n=Count("id")).values("n")[:1])))
-
-
-# The launch form's time estimate when no sweep has finished on this install yet: scenarios per
-# second, a low figure of those measured on the 2-core machine (the table: 3,500/s with one worker,
-# 6,400/s with two; a 10-run table: 2,000/s with two).
-DEFAULT_RATE = 2000.0
-RATE_SWEEPS = 20
 
 
 def measured_rate(*, depth: int, runs: int) -> tuple[float, int, str]:
@@ -101,6 +92,18 @@ def may_change(user: Any, sweep: Sweep, action: str = "change") -> bool:
                 or user.has_perm(f"sweeps.{action}_sweep"))
 
 
+class SweepState(NamedTuple):
+    status: str
+    error: str
+    chunks_stored: int
+
+
+def sweep_state(sweep_id: int) -> SweepState:
+    """A sweep's status, error and stored chunks, in two small reads (a command polls it)."""
+    status, error = Sweep.objects.filter(pk=sweep_id).values_list("status", "error").get()
+    return SweepState(status, error, Chunk.objects.filter(sweep_id=sweep_id, stored=True).count())
+
+
 def sweep_get(sweep_id: int) -> Sweep:
     """One sweep (raises Sweep.DoesNotExist)."""
     return Sweep.objects.defer("job_source").select_related("created_by").get(pk=sweep_id)
@@ -129,16 +132,6 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
         "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.CANCELLED),
         "idle_seconds": round(idle, 1),  # since the last chunk was stored (or the launch)
     }
-
-
-# The ETA is shown once this share of the work is stored and this many seconds have passed (before,
-# the workers' start and the first messages' round trips dominate), as a range around the estimate.
-ETA_MIN_SHARE = 0.15
-ETA_MIN_SECONDS = 3.0
-ETA_RANGE = (0.7, 1.4)
-# The rate is read over the last this many seconds (a sweep resumed after a pause, or one that has
-# slowed, is not judged by its start).
-ETA_WINDOW = 60.0
 
 
 def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, float] | None:
@@ -261,7 +254,7 @@ def same_job(a: Sweep, b: Sweep) -> bool:
     return sources.get(a.pk) == sources.get(b.pk)
 
 
-def compare_choices(also: Sequence[int] = (), limit: int = 200) -> list[tuple[int, str]]:
+def compare_choices(also: Sequence[int] = (), limit: int = COMPARE_CHOICES) -> list[tuple[int, str]]:
     """The latest sweeps and those of `also`, (ID, a short description), for the compare page's selects."""
     fields = ("id", "name", "job_name", "status")
     rows = list(Sweep.objects.order_by("-created_at", "-id").values_list(*fields)[:limit])
@@ -346,31 +339,17 @@ def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
     return pg, [by_id[i] for i in pg.object_list if i in by_id]
 
 
-# A waiting scenario's tallies so far, not its outcome: exported as None (empty in CSV).
-OUTCOME_FIELDS = ("duplicates", "missing", "asks", "approvals", "model_calls", "calls_plus")
-
-
 def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
-    """The filtered scenario rows as agentcore record dicts (without timeline/effects), streamed.
-    A waiting scenario's outcome fields are None: it has not made its calls or effects yet."""
+    """The filtered scenario rows as agentcore record dicts (without timeline/effects, see
+    sweeps.schema.row_fields), streamed, after their sweep, configuration and its name."""
     names = sweep.configs
     qs = (scenario_filter(sweep, filters).order_by("config", "first_point", "second_point")
           .values_list(*LIST_FIELDS[2:]))
     for row in qs.iterator(chunk_size=chunk_size):
         d = dict(zip(LIST_FIELDS[2:], row, strict=True))
-        twice = d["second_point"] > 0
-        cfg = d.pop("config")
-        if d["status"] == Scenario.Status.WAITING:
-            d.update(dict.fromkeys(OUTCOME_FIELDS))
-        yield {
-            "sweep": sweep.pk, "config": cfg,
-            "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "",
-            **{k: d[k] for k in RECORD_FIELDS},
-            "second_point": d["second_point"] if twice else None,
-            "second_kind": d["second_kind"] if twice else None,
-            "second_label": d["second_label"] if twice else None,
-        }
-
+        cfg = d["config"]
+        yield {"sweep": sweep.pk, "config": cfg, "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "",
+               **row_fields(d)}
 
 
 def scenario_get(scenario_id: int) -> Scenario:

@@ -2,7 +2,7 @@
 
 Every worker also runs the stall watchdog (a thread of its main process, started when the worker
 is ready): every quarter of settings.SWEEPSITE_STALL_SECONDS it calls
-services.sweeps_resume_stalled, which queues again the missing chunks of a sweep whose messages
+services.recovery.sweeps_resume_stalled, which queues again the missing chunks of a sweep whose messages
 were lost (a SIGKILLed worker, a broker restarted empty). SWEEPSITE_STALL_SECONDS=0 turns it off.
 """
 
@@ -30,11 +30,11 @@ def watchdog_round(stalled_for: float) -> int:
     """One round of the stall watchdog, with fresh database connections; never raises."""
     from django.db import DatabaseError, close_old_connections
 
-    from sweeps import services
+    from sweeps.services import recovery
 
     close_old_connections()
     try:
-        return services.sweeps_resume_stalled(stalled_for=stalled_for)
+        return recovery.sweeps_resume_stalled(stalled_for=stalled_for)
     except DatabaseError as e:  # a database that is down now: the next round tries again
         log.warning("the stall watchdog cannot read the sweeps (%s: %s)", type(e).__name__, e)
         return 0

@@ -17,10 +17,12 @@ from pathlib import Path
 import dj_database_url
 import plotly
 
+from sweeps import limits
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Under pytest (unless SWEEPSITE_VAR says where), the broker folder and the test database live in
 # a temp dir private to the test session, so tests never meet `make run`'s workers or var/db.sqlite3.
-# Worker subprocesses started by tests get SWEEPSITE_VAR set to it (sweeps.tasks.worker_environ).
+# Worker subprocesses started by tests get SWEEPSITE_VAR set to it (sweeps.workers.worker_environ).
 TESTING = "pytest" in sys.modules
 if TESTING and "SWEEPSITE_VAR" not in os.environ:
     VAR_DIR = Path(tempfile.mkdtemp(prefix="sweepsite-test-"))
@@ -138,7 +140,7 @@ LOGOUT_REDIRECT_URL = "sweeps:list"
 # Reading pages without logging in; launching, answering and exporting always need a login.
 SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "1") == "1"
 # Job file uploads larger than this are refused by the form.
-SWEEPSITE_MAX_JOB_BYTES = 1_000_000
+SWEEPSITE_MAX_JOB_BYTES = limits.MAX_JOB_BYTES
 
 # Celery (read by sweepsite/celery.py with namespace CELERY; tests assert these names).
 BROKER_DIR = VAR_DIR / "broker"
@@ -170,11 +172,11 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
-# The stall watchdog (services.sweeps_resume_stalled): a running sweep that stored no chunk for this
+# The stall watchdog (services.recovery.sweeps_resume_stalled): a running sweep that stored no chunk for this
 # many seconds while the task queue is empty has lost messages (a SIGKILLed worker, a broker that
 # restarted empty); every worker checks a few times per period and queues its missing chunks again,
 # and so does `manage.py sweep` while it waits. 0 turns the workers' watchdog off.
-SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", "30"))
+SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SWEEPSITE_QUEUE",

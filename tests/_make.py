@@ -29,9 +29,9 @@ def free_port() -> int:
 def session_environ(**extra: str) -> dict[str, str]:
     """The environment for a make target that shares this test session's database, broker folder
     and queue (DEBUG and production settings as the defaults leave them, unless `extra` says)."""
-    from sweeps import tasks
+    from sweeps import workers as sweepworkers
 
-    env = tasks.worker_environ()
+    env = sweepworkers.worker_environ()
     for name in ("DJANGO_DEBUG", "DJANGO_PRODUCTION", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
         env.pop(name, None)
     env.update(extra)

@@ -107,16 +107,16 @@ def wait_until() -> Callable[..., Any]:
 @pytest.fixture(scope="session")
 def celery_workers(django_db_setup: None, django_db_blocker: Any) -> Iterator[list[subprocess.Popen]]:
     """Real worker processes on the session's broker, queue and test database (stopped at the end)."""
-    from sweeps import tasks
+    from sweeps import workers as sweepworkers
     from sweepsite.celery import app
 
     with django_db_blocker.unblock():
-        env = tasks.worker_environ()
+        env = sweepworkers.worker_environ()
     # No stall watchdog in the shared workers: tests leave running sweeps with unsent chunks on
     # purpose (the resume button's tests); tests/sweeps/test_faults.py starts workers with one.
     env["SWEEPSITE_STALL_SECONDS"] = "0"
     logs = [Path(settings.VAR_DIR) / f"worker-{i}.log" for i in range(WORKERS)]
-    procs = [subprocess.Popen(tasks.worker_argv(f"pytest{i}-{os.getpid()}", "INFO"), env=env,
+    procs = [subprocess.Popen(sweepworkers.worker_argv(f"pytest{i}-{os.getpid()}", "INFO"), env=env,
                               stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=settings.BASE_DIR) for i, log in
              enumerate(logs)]
     try:

@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
-from sweeps import services
+from sweeps import configs as sweep_configs
 from sweeps.models import Sweep
+from sweeps.services import launch
 
 
 def expected_rows(design_names, trackers, depth, person="scripted", job_source=None):
     """The table agentcore computes in this process for the configurations the launch form makes."""
     job = jobs.parse(job_source, "job.json") if job_source else jobs.load("triage")
     cfgs = [agentsweep.Config(job, designs.get(c["design"], ()), c["tracker"], 1, person, c["name"])
-            for c in services.configs_for(design_names, trackers)]
+            for c in sweep_configs.configs_for(design_names, trackers)]
     return agentsweep.sweep(cfgs, depth=depth).rows
 
 
 def run_sweep(user, design_names, trackers, depth, wait_until, job_source=None):
     """A sweep launched through the service (the launch form has its own tests), run by the site's workers."""
-    sweep = services.sweep_create(user=user, job_source=job_source or services.builtin_job_source("triage"),
-                                  configs=services.configs_for(design_names, trackers), depth=depth)
+    sweep = launch.sweep_create(user=user, job_source=job_source or sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.configs_for(design_names, trackers), depth=depth)
     wait_until(lambda: Sweep.objects.filter(pk=sweep.pk, status__in=["done", "failed"]).exists(), timeout=90,
                what=f"sweep {sweep.pk} to finish")
     sweep.refresh_from_db()

@@ -23,8 +23,9 @@ from playwright.sync_api import expect
 from agentcore import jobs
 from agentcore import sweep as agentsweep
 from agentcore.report import render
-from sweeps import exports, services
+from sweeps import exports
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import timelines
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot_traces, run_sweep
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -262,7 +263,7 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
     target = next(r for r in behind if r["second_point"] and r["duplicates"])
     page.locator(f"#scenarios a[href^='/scenarios/{target['id']}/?back=']").click()
     expect(page.locator("h1")).to_contain_text(f"Scenario {target['id']}")
-    timeline = services.scenario_timeline(scenario_id=target["id"])
+    timeline = timelines.scenario_timeline(scenario_id=target["id"])
     expect(page.locator("#timeline tbody tr")).to_have_count(len(timeline))
     expect(page.locator("#timeline tr.ev-crash")).to_have_count(2)
     expect(page.locator("#timeline")).to_contain_text("crash 1")

@@ -14,14 +14,15 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from sweeps import services
+from sweeps import configs as sweep_configs
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import launch
 from tests.e2e._pages import no_js_errors
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-TRIAGE = services.builtin_job_source("triage")
-TABLE = services.table_configs_for()
+TRIAGE = sweep_configs.builtin_job_source("triage")
+TABLE = sweep_configs.table_configs_for()
 LOOP = [{"name": "real loop, keyed tracker", "design": "loop", "tracker": "keyed"}]
 MARKERS = [{"name": "+ attempt markers, no keys", "design": "markers", "tracker": "keyed"}]
 # The chapter's table with 2 job runs: 824 chunks, 35,280 scenarios (counted by playing every point),
@@ -128,7 +129,7 @@ def test_choosing_a_job_file_switches_the_source_to_upload(page, site, ann, logi
 # --- cancel, resume, delete -----------------------------------------------------------------------
 
 def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann, bob, login, wait_until, shot):
-    sweep = services.sweep_create(user=ann, job_source=TRIAGE, configs=TABLE, depth=2, runs=2, name="two runs")
+    sweep = launch.sweep_create(user=ann, job_source=TRIAGE, configs=TABLE, depth=2, runs=2, name="two runs")
     assert sweep.total_chunks == TWO_RUNS_CHUNKS
     login(page, bob)  # any logged-in user may cancel and resume: it loses nothing
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
@@ -162,8 +163,8 @@ def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann,
 
 
 def test_delete_goes_through_a_confirm_page(page, site, ann, bob, login, wait_until, shot):
-    sweep = finished(services.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
-    kept = finished(services.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
+    sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
+    kept = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
     # Another user: no delete link, and the confirm page is refused.
     login(page, bob)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
@@ -194,7 +195,7 @@ def test_delete_goes_through_a_confirm_page(page, site, ann, bob, login, wait_un
 
 
 def test_the_owner_edits_the_name_and_notes_on_the_sweep_page(page, site, ann, login, wait_until):
-    sweep = finished(services.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
+    sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
     login(page, ann)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     page.fill("#edit-notes input[name=name]", "baseline")
@@ -217,14 +218,14 @@ def test_the_anonymous_home_page_says_what_the_tool_is(page, site, shot):
 
 
 def test_a_one_configuration_sweep_says_1_configuration(page, site, ann, wait_until):
-    sweep = finished(services.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
+    sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     expect(page.locator("main")).to_contain_text("1 configuration · depth 1")
     expect(page.locator("main")).not_to_contain_text("1 configurations")
 
 
 def test_questions_name_the_run_as_the_timeline_does(page, site, ann, wait_until, shot):
-    sweep = finished(services.sweep_create(user=ann, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue"),
+    sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue"),
                      wait_until)
     assert sweep.status == Sweep.Status.WAITING
     q = Question.objects.filter(sweep=sweep).order_by("pk").first()

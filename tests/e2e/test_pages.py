@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from sweeps import services
+from sweeps import configs as sweep_configs
 from sweeps.models import Scenario
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot, run_sweep
 
@@ -64,7 +64,7 @@ def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, w
 
 def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
         page, site, user, login, wait_until, shot):
-    source = services.builtin_job_source("triage")
+    source = sweep_configs.builtin_job_source("triage")
     job = json.loads(source)
     job["turns"][0]["calls"] = job["turns"][0]["calls"][:1]  # the second job files one issue, not two
     changed = json.dumps(job)

@@ -13,7 +13,8 @@ import pytest
 from django.templatetags.static import static
 from playwright.sync_api import expect
 
-from sweeps import services
+from sweeps import configs as sweep_configs
+from sweeps.services import launch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,8 +51,8 @@ def test_the_admin_login_page_loads_its_stylesheet(page, site):
 
 def test_a_heatmap_page_says_so_when_plotly_cannot_be_loaded(page, site, django_user_model):
     user = django_user_model.objects.create_user("sam", password="pw-static-sam-1")
-    sweep = services.sweep_create(user=user, job_source=services.builtin_job_source("triage"),
-                                  configs=services.configs_for(["keys"], ["keyed"]), depth=1)
+    sweep = launch.sweep_create(user=user, job_source=sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.configs_for(["keys"], ["keyed"]), depth=1)
     page.route(re.compile(r".*/plotly\.min\..*js$"), lambda route: route.abort())
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")
     expect(page.locator("#plotly-missing")).to_be_visible()

@@ -29,7 +29,8 @@ from django.conf import settings
 
 from agentcore import jobs
 from agentcore import sweep as agentsweep
-from sweeps import tasks
+from sweeps import configs as sweep_configs
+from sweeps import workers as sweepworkers
 from sweepsite.celery import app
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -124,7 +125,7 @@ def private_broker(url: str, transport_options: dict[str, Any], worker_env: dict
     app.conf.broker_url = url
     app.conf.broker_transport_options = transport_options
     try:
-        yield {**tasks.worker_environ(), **worker_env}
+        yield {**sweepworkers.worker_environ(), **worker_env}
     finally:
         _reset_pools()
         if saved_env is None:
@@ -184,7 +185,7 @@ class Workers:
         new = []
         for _ in range(n):
             i = len(self.procs)
-            argv = tasks.worker_argv(f"faults{i}-{os.getpid()}", "INFO", pool=self.pool,
+            argv = sweepworkers.worker_argv(f"faults{i}-{os.getpid()}", "INFO", pool=self.pool,
                                      concurrency=self.concurrency)
             if self.module:
                 argv[1:3] = ["-m", self.module]
@@ -270,9 +271,8 @@ def reference(configs: tuple[tuple[str, str, str], ...], depth: int) -> agentswe
 
 
 def _design(name: str) -> Any:
-    from sweeps import services
 
-    return services._design(name)
+    return sweep_configs.design(name)
 
 
 def record_key(config: int, r: Any) -> tuple:

@@ -3,7 +3,7 @@ kills the process that plays it, every time (a chunk that keeps failing hard: a 
 code, the OOM killer). FAULTS_POISON="<config>:<first point>" names the chunk.
 
 The chunk's play is patched in agentcore (pure Python, no Django needed yet) before Celery starts,
-so the pool processes forked by the worker inherit it. The attempt is counted (services._claim)
+so the pool processes forked by the worker inherit it. The attempt is counted (chunks._claim)
 before the play: the bound MAX_CHUNK_ATTEMPTS sees every death.
 """
 

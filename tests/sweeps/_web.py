@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from sweeps import services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import tasks
 from sweeps.models import Chunk, Question, Sweep
+from sweeps.services import chunks, launch, taskqueue
 
 MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 
@@ -24,23 +26,22 @@ def launch_data(**kw: Any) -> dict[str, Any]:
 def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     """What the services publish, recorded instead of sent: [(task name, args), ...]."""
     sent: list[tuple[str, tuple]] = []
-    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
-        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: sent.append((_n, tuple(args))))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: sent.append((name, tuple(args))))
     return sent
 
 
 def sent_chunk_ids(sent: list[tuple[str, tuple]]) -> list[int]:
     out: list[int] = []
     for name, args in sent:
-        if name == tasks.run_chunk.name:
+        if name == tasks.chunk_run.name:
             out.append(args[0])
-        elif name == tasks.run_chunks.name:
+        elif name == tasks.chunks_run.name:
             out.extend(args[0])
     return out
 
 
 def sent_resumes(sent: list[tuple[str, tuple]]) -> list[int]:
-    return [args[0] for name, args in sent if name == tasks.resume_question.name]
+    return [args[0] for name, args in sent if name == tasks.question_resume.name]
 
 
 def counts() -> tuple[int, int]:
@@ -50,10 +51,10 @@ def counts() -> tuple[int, int]:
 def waiting_sweep() -> Sweep:
     """A real queue-person sweep (one configuration, depth 1) with its chunks run and stored by the
     services: its waiting scenarios have open questions with real durable states."""
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
                                   depth=1, person="queue")
     for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     sweep.refresh_from_db()
     assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
     return sweep

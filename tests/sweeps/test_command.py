@@ -13,7 +13,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from sweeps import tasks
+from sweeps import workers as sweepworkers
 from sweeps.models import Sweep
 
 
@@ -48,7 +48,7 @@ def test_with_no_worker_running_it_says_so_within_seconds_and_stores_nothing(mon
 @pytest.mark.django_db(transaction=True)
 def test_the_workers_on_the_queue_answer(celery_workers):
     # The browser tests' `make run` (tests/e2e/conftest.py's `site`) may serve the session's queue too.
-    names = tasks.queue_workers(timeout=2.0)
+    names = sweepworkers.queue_workers(timeout=2.0)
     assert len([n for n in names if n.startswith("pytest")]) == len(celery_workers)
     assert all(n.startswith(("pytest", "worker")) for n in names), names
 

@@ -9,7 +9,7 @@ Real `celery worker` processes (never eager) on a broker of the test's own and t
   naming the chunk, and the page's resume button finishes it.
 - The broker or the database unreachable when a user launches: a clear message and a 503, no sweep
   left running (stored failed, or not at all).
-- The stall watchdog (services.sweeps_resume_stalled) on its own.
+- The stall watchdog (recovery.sweeps_resume_stalled) on its own.
 
 What happened is printed to the terminal (kills survived, rows expected and stored, times).
 """
@@ -35,16 +35,19 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
-from sweeps import selectors, services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import limits, selectors, tasks
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
-TRIAGE = services.builtin_job_source("triage")
-TABLE = services.table_configs_for()
+TRIAGE = sweep_configs.builtin_job_source("triage")
+TABLE = sweep_configs.table_configs_for()
 MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 # The workers' stall watchdog: a sweep that stored nothing for this long with an empty queue has
 # lost messages, and its missing chunks are queued again.
@@ -175,7 +178,7 @@ def sweep_under_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) 
     workers = lab.workers(pool="prefork", concurrency=2)
     workers.start(2)
     t0 = time.monotonic()
-    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
+    sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
     total, pending, kills = sweep.total_chunks, list(KILLS), []
 
     def kill_on_schedule() -> None:
@@ -228,13 +231,13 @@ def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finish
                             env={"FAULTS_POISON": "0:3"})
     poison.start(1)
     t0 = time.monotonic()
-    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
+    sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
     chunk = Chunk.objects.get(sweep=sweep, config=0, first_point=3)
     assert wait_finished(sweep, fs_lab) == Sweep.Status.FAILED
     sweep.refresh_from_db()
     # Each of the first MAX_CHUNK_ATTEMPTS starts killed its pool process; the next was refused.
     assert f"chunk {chunk.pk} (configuration 1, first point 3)" in sweep.error
-    assert f"started {services.MAX_CHUNK_ATTEMPTS + 1} times without being stored" in sweep.error
+    assert f"started {limits.MAX_CHUNK_ATTEMPTS + 1} times without being stored" in sweep.error
     assert "exited with 'exitcode 70'" in poison.log_text()
     deaths = Chunk.objects.get(pk=chunk.pk).attempts - 1
     assert list(Chunk.objects.filter(sweep=sweep, stored=False).values_list("pk", flat=True)) == [chunk.pk]
@@ -262,7 +265,7 @@ def test_a_sweep_survives_a_broker_restart(redis_lab, capsys):
     workers = redis_lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
     workers.start(2)
     t0 = time.monotonic()
-    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
+    sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
     deadline = time.monotonic() + TIMEOUT
     while (at := stored_chunks(sweep)) < 0.3 * sweep.total_chunks:
         assert time.monotonic() < deadline and status(sweep) == Sweep.Status.RUNNING, redis_lab.logs()[-4000:]
@@ -326,7 +329,7 @@ def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_runnin
 
 def test_a_launch_whose_database_fails_midway_stores_nothing(auth, monkeypatch, django_capture_on_commit_callbacks):
     sent: list[Any] = []
-    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: sent.append((a, kw)))
+    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: sent.append((a, kw)))
 
     def connection_lost(*args: Any, **kw: Any) -> None:
         raise OperationalError("server closed the connection unexpectedly")
@@ -376,10 +379,10 @@ def test_pages_and_a_launch_with_the_database_unreachable_get_a_503(tmp_path):
 
 @pytest.fixture
 def watchdog(monkeypatch):
-    """services.sweeps_resume_stalled with its queue length and its publishing recorded."""
-    monkeypatch.setattr(services, "_AUTO_RESUMED", {})
+    """recovery.sweeps_resume_stalled with its queue length and its publishing recorded."""
+    monkeypatch.setattr(recovery, "_AUTO_RESUMED", {})
     state: dict[str, Any] = {"queued": 0, "sent": [], "down": False}
-    monkeypatch.setattr(services, "_queued_messages", lambda: state["queued"])
+    monkeypatch.setattr(recovery, "_queued_messages", lambda: state["queued"])
 
     def publish(args: Any, _n: str = "", **kw: Any) -> None:
         if state["down"]:
@@ -388,15 +391,14 @@ def watchdog(monkeypatch):
             raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
         state["sent"].append((_n, args))
 
-    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
-        monkeypatch.setattr(task, "apply_async", lambda args, _n=task.name, **kw: publish(args, _n))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: publish(args, name))
     return state
 
 
 def stalled_sweep(seconds: float = 60, **kw: Any) -> Sweep:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(services, "_enqueue", lambda *a, **k: None)  # its launch's messages "lost"
-        sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1,
+        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)  # its launch's messages "lost"
+        sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1,
                                       **kw)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
     return sweep
@@ -405,9 +407,9 @@ def stalled_sweep(seconds: float = 60, **kw: Any) -> Sweep:
 def sent_chunk_ids(state: dict[str, Any]) -> list[int]:
     out: list[int] = []
     for name, args in state["sent"]:
-        if name == tasks.run_chunks.name:
+        if name == tasks.chunks_run.name:
             out.extend(args[0])
-        elif name == tasks.run_chunk.name:
+        elif name == tasks.chunk_run.name:
             out.append(args[0])
     return sorted(out)
 
@@ -416,42 +418,42 @@ def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_peri
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     for pk in ids[:3]:
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     Chunk.objects.filter(sweep=sweep, stored=True).update(stored_at=timezone.now() - timedelta(seconds=30))
     Chunk.objects.filter(pk=ids[3]).update(attempts=2)
-    assert services.sweeps_resume_stalled(stalled_for=10) == len(ids) - 3
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == len(ids) - 3
     assert sent_chunk_ids(watchdog) == ids[3:]
     assert Chunk.objects.get(pk=ids[3]).attempts == 2  # the bound on a chunk that keeps failing holds
     assert status(sweep) == Sweep.Status.RUNNING
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0  # not again within the period
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0  # not again within the period
 
 
 def test_the_watchdog_finalizes_a_sweep_whose_worker_died_before_finalizing(watchdog, monkeypatch):
     sweep = stalled_sweep()
     with monkeypatch.context() as mp:
-        mp.setattr(services, "sweep_finalize", lambda **kw: None)  # killed right after the last store
+        mp.setattr(lifecycle, "sweep_finalize", lambda **kw: None)  # killed right after the last store
         for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-            services.chunk_run(chunk_id=pk)
+            chunks.chunk_run(chunk_id=pk)
     assert status(sweep) == Sweep.Status.RUNNING
     for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-        assert services.chunk_run(chunk_id=pk) is False  # a redelivery finds it stored and stops
+        assert chunks.chunk_run(chunk_id=pk) is False  # a redelivery finds it stored and stops
     assert status(sweep) == Sweep.Status.RUNNING
     Chunk.objects.filter(sweep=sweep).update(stored_at=timezone.now() - timedelta(seconds=30))
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     assert status(sweep) == Sweep.Status.DONE and watchdog["sent"] == []
 
 
 def test_the_watchdog_leaves_alone_sweeps_that_progress_failed_or_finished(watchdog):
     fresh = stalled_sweep(seconds=1)
     progressing = stalled_sweep(configs=[{"name": "loop", "design": "loop", "tracker": "keyed"}])
-    services.chunk_run(chunk_id=Chunk.objects.filter(sweep=progressing).first().pk)  # stored just now
+    chunks.chunk_run(chunk_id=Chunk.objects.filter(sweep=progressing).first().pk)  # stored just now
     failed = stalled_sweep(configs=[{"name": "m2", "design": "markers", "tracker": "keyless"}])
-    services.chunk_failed(chunk_id=Chunk.objects.filter(sweep=failed).first().pk, error="boom")
+    chunks.chunk_failed(chunk_id=Chunk.objects.filter(sweep=failed).first().pk, error="boom")
     done = stalled_sweep(configs=[{"name": "m3", "design": "markers", "tracker": "lookup"}])
     for pk in Chunk.objects.filter(sweep=done).values_list("pk", flat=True):
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     Chunk.objects.filter(sweep=done).update(stored_at=timezone.now() - timedelta(seconds=30))
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     assert watchdog["sent"] == [] and status(failed) == Sweep.Status.FAILED and status(fresh) == "running"
     assert status(done) == Sweep.Status.DONE
 
@@ -459,48 +461,48 @@ def test_the_watchdog_leaves_alone_sweeps_that_progress_failed_or_finished(watch
 def test_the_watchdog_waits_while_messages_are_queued_or_the_broker_is_away(watchdog):
     sweep = stalled_sweep()
     watchdog["queued"] = 5  # the workers have not taken everything yet
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     watchdog["queued"] = None  # the broker cannot be asked
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     watchdog["queued"], watchdog["down"] = 0, True  # it went away between the question and the publish
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.RUNNING and sweep.error == ""  # not failed: the next round tries
     watchdog["down"] = False
-    assert services.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
-    assert services.sweeps_resume_stalled(stalled_for=10, sweep_id=sweep.pk + 1000) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
+    assert recovery.sweeps_resume_stalled(stalled_for=10, sweep_id=sweep.pk + 1000) == 0
 
 
 def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(services, "_enqueue", lambda *a, **k: None)
-        sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue")
+        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
+        sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue")
         for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-            services.chunk_run(chunk_id=pk)
+            chunks.chunk_run(chunk_id=pk)
         q = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
-        services.question_answer(question_id=q.pk, user=None, happened=bool(q.truth))  # its message lost
+        questions.question_answer(question_id=q.pk, user=None, happened=bool(q.truth))  # its message lost
     assert status(sweep) == Sweep.Status.WAITING
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0  # answered just now
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0  # answered just now
     Question.objects.filter(pk=q.pk).update(answered_at=timezone.now() - timedelta(seconds=30))
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=60))
-    assert services.sweeps_resume_stalled(stalled_for=10) == 1
-    assert watchdog["sent"] == [(tasks.resume_question.name, (q.pk,))]
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 1
+    assert watchdog["sent"] == [(tasks.question_resume.name, (q.pk,))]
 
 
 def test_the_queue_length_is_read_from_the_broker(fs_lab):
-    assert services._queued_messages() == 0
+    assert recovery._queued_messages() == 0
     for pk in (10**9, 10**9 + 1, 10**9 + 2):  # no such chunks: nobody runs them
-        tasks.run_chunk.apply_async((pk,))
-    assert services._queued_messages() == 3
+        tasks.chunk_run.apply_async((pk,))
+    assert recovery._queued_messages() == 3
     with private_broker(f"redis://127.0.0.1:{_faults.free_port()}/0", {}, {}):
-        assert services._queued_messages() is None
+        assert recovery._queued_messages() is None
 
 
 @pytest.mark.services
 def test_the_queue_length_is_read_from_redis(redis_lab):
-    assert services._queued_messages() == 0
-    tasks.run_chunk.apply_async((10**9,))
-    assert services._queued_messages() == 1
+    assert recovery._queued_messages() == 0
+    tasks.chunk_run.apply_async((10**9,))
+    assert recovery._queued_messages() == 1
     assert str(app.conf.broker_url) == redis_lab.redis.url
 
 
@@ -510,7 +512,7 @@ def test_the_workers_watchdog_round_survives_a_database_that_is_down(monkeypatch
     def down(**kw: Any) -> int:
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(services, "sweeps_resume_stalled", down)
+    monkeypatch.setattr(recovery, "sweeps_resume_stalled", down)
     assert celery_module.watchdog_round(5.0) == 0
 
 
@@ -522,16 +524,16 @@ def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings)
     from django.core.management import call_command
 
     settings.SWEEPSITE_STALL_SECONDS = 0.1
-    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)  # every message lost
-    monkeypatch.setattr(tasks, "queue_workers", lambda *a, **kw: ["fake@host"])  # "a worker answers"
+    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)  # every message lost
+    monkeypatch.setattr(sweepworkers, "queue_workers", lambda *a, **kw: ["fake@host"])  # "a worker answers"
     calls: list[dict[str, Any]] = []
 
     def resume_stalled(**kw: Any) -> int:
         calls.append(kw)
         missing = list(Chunk.objects.filter(sweep_id=kw["sweep_id"], stored=False).values_list("pk", flat=True))
-        return sum(services.chunk_run(chunk_id=pk) for pk in missing)
+        return sum(chunks.chunk_run(chunk_id=pk) for pk in missing)
 
-    monkeypatch.setattr(services, "sweeps_resume_stalled", resume_stalled)
+    monkeypatch.setattr(recovery, "sweeps_resume_stalled", resume_stalled)
     out = StringIO()
     call_command("sweep", "sweep", "--design", "markers", "--tracker", "keyed", "--depth", "1", "--timeout", "60",
                  stdout=out, stderr=StringIO())

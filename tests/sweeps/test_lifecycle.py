@@ -17,16 +17,20 @@ from django.utils import timezone
 
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
-from sweeps import selectors, services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import limits, selectors
+from sweeps import plan as planning
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, lifecycle, questions, recovery
 from tests.sweeps import _data
 from tests.sweeps._web import launch_data, record_enqueued, sent_chunk_ids, sent_resumes, waiting_sweep
 
 pytestmark = pytest.mark.django_db
 
-TRIAGE = services.builtin_job_source("triage")
+TRIAGE = sweep_configs.builtin_job_source("triage")
 LOOP = [{"name": "real loop, keyed tracker", "design": "loop", "tracker": "keyed"}]
-TABLE = services.table_configs_for()
+TABLE = sweep_configs.table_configs_for()
 # The chapter's table at depth 2 (README): 412 first crash points, 9,663 scenarios.
 TABLE_CHUNKS, TABLE_SCENARIOS = 412, 9663
 # The same table with 10 job runs in sequence (issue 10, and counted here by playing every point).
@@ -61,7 +65,7 @@ def as_role(client, users):
 def create(**kw):
     args = {"user": None, "job_source": TRIAGE, "configs": LOOP, "depth": 1}
     args.update(kw)
-    return services.sweep_create(**args)
+    return launch.sweep_create(**args)
 
 
 def chunk_ids(sweep):
@@ -89,7 +93,7 @@ def text(response) -> str:
 # --- the planned size ----------------------------------------------------------------------------
 
 def test_the_plan_of_the_chapter_s_table_is_its_exact_size():
-    plan = services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
     assert (plan.chunks, plan.scenarios, plan.exact) == (TABLE_CHUNKS, TABLE_SCENARIOS, True)
     expected = agentsweep.sweep(agentsweep.table_configs(jobs.load("triage")), depth=1).rows  # once = points
     assert [(name, chunks) for name, chunks, _ in plan.configs] == [(r.name, r.once) for r in expected]
@@ -98,14 +102,14 @@ def test_the_plan_of_the_chapter_s_table_is_its_exact_size():
 
 def test_the_estimate_of_the_chapter_s_table_is_within_2_percent_of_its_real_count():
     """Forced to sample (a budget of 1 step), the estimate says "about" and stays close."""
-    plan = services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, budget=1)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, budget=1)
     assert plan.chunks == TABLE_CHUNKS and plan.exact is False
     assert abs(plan.scenarios - TABLE_SCENARIOS) / TABLE_SCENARIOS < 0.02, plan.scenarios
 
 
 def test_the_estimate_of_a_10_run_table_is_within_2_percent_and_quick():
     start = time.monotonic()
-    plan = services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, runs=10)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, runs=10)
     took = time.monotonic() - start
     assert plan.exact is False and plan.chunks == 10 * TABLE_CHUNKS
     assert abs(plan.scenarios - TABLE_10_RUNS_SCENARIOS) / TABLE_10_RUNS_SCENARIOS < 0.02, plan.scenarios
@@ -113,24 +117,24 @@ def test_the_estimate_of_a_10_run_table_is_within_2_percent_and_quick():
 
 
 def test_the_plan_at_depth_1_is_one_scenario_per_chunk():
-    plan = services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=1)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=1)
     assert (plan.chunks, plan.scenarios, plan.exact) == (TABLE_CHUNKS, TABLE_CHUNKS, True)
 
 
 def test_a_queue_person_s_plan_is_an_estimate():
-    assert services.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=2, person="queue").exact is False
+    assert planning.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=2, person="queue").exact is False
 
 
 def test_the_plan_is_what_the_sweep_then_stores():
-    plan = services.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=2)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=2)
     sweep = create(depth=2)
     for pk in chunk_ids(sweep):
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     assert (sweep.total_chunks, Scenario.objects.filter(sweep=sweep).count()) == (plan.chunks, plan.scenarios)
 
 
 def test_planning_stores_and_enqueues_nothing(enqueued):
-    services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
+    planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
     assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []
 
 
@@ -138,11 +142,11 @@ def test_planning_stores_and_enqueues_nothing(enqueued):
                                  {"job_source": '{"name": "x"}'}, {"job_source": None}])
 def test_planning_bad_settings_raises_as_creating_does(bad):
     with pytest.raises(ValidationError):
-        services.sweep_plan(**{"job_source": TRIAGE, "configs": LOOP, **bad})
+        planning.sweep_plan(**{"job_source": TRIAGE, "configs": LOOP, **bad})
 
 
 def test_the_rate_is_the_default_until_a_sweep_finished():
-    assert selectors.measured_rate(depth=2, runs=1) == (selectors.DEFAULT_RATE, 0, "default")
+    assert selectors.measured_rate(depth=2, runs=1) == (limits.DEFAULT_RATE, 0, "default")
 
 
 def _finished(depth, runs, scenarios, seconds, **kw):
@@ -166,25 +170,25 @@ def test_the_rate_comes_from_finished_sweeps_of_the_same_depth_and_runs():
 
 def test_cancel_cancels_a_running_sweep_once(enqueued):
     sweep = create()
-    assert services.sweep_cancel(sweep_id=sweep.pk) is True
+    assert lifecycle.sweep_cancel(sweep_id=sweep.pk) is True
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.CANCELLED and sweep.finished_at is not None
-    assert services.sweep_cancel(sweep_id=sweep.pk) is False
+    assert lifecycle.sweep_cancel(sweep_id=sweep.pk) is False
 
 
 @pytest.mark.parametrize("state", [Sweep.Status.DONE, Sweep.Status.FAILED])
 def test_cancel_leaves_a_finished_or_failed_sweep_as_it_is(enqueued, state):
     sweep = create()
     Sweep.objects.filter(pk=sweep.pk).update(status=state)
-    assert services.sweep_cancel(sweep_id=sweep.pk) is False and status(sweep) == state
+    assert lifecycle.sweep_cancel(sweep_id=sweep.pk) is False and status(sweep) == state
 
 
 def test_the_chunks_of_a_cancelled_sweep_are_skipped_not_stored_and_not_failed(enqueued):
     sweep = create()
-    services.sweep_cancel(sweep_id=sweep.pk)
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
     ids = chunk_ids(sweep)
-    assert services.chunks_run(chunk_ids=ids[:3]) == 0
-    assert services.chunk_run(chunk_id=ids[3]) is False
+    assert chunks.chunks_run(chunk_ids=ids[:3]) == 0
+    assert chunks.chunk_run(chunk_id=ids[3]) is False
     assert not Scenario.objects.filter(sweep=sweep).exists()
     assert set(Chunk.objects.filter(sweep=sweep).values_list("attempts", "stored")) == {(0, False)}
     sweep.refresh_from_db()
@@ -197,27 +201,27 @@ def test_a_chunk_playing_when_its_sweep_is_cancelled_is_not_stored(enqueued, mon
 
     def cancelled_meanwhile(*args, **kw):
         result = play(*args, **kw)
-        services.sweep_cancel(sweep_id=sweep.pk)
+        lifecycle.sweep_cancel(sweep_id=sweep.pk)
         return result
 
     monkeypatch.setattr(agentsweep, "run_chunk", cancelled_meanwhile)
-    assert services.chunk_run(chunk_id=chunk_ids(sweep)[0]) is False
+    assert chunks.chunk_run(chunk_id=chunk_ids(sweep)[0]) is False
     assert not Scenario.objects.filter(sweep=sweep).exists() and status(sweep) == Sweep.Status.CANCELLED
 
 
 def test_a_chunk_that_fails_in_a_cancelled_sweep_does_not_fail_it(enqueued):
     sweep = create()
-    services.sweep_cancel(sweep_id=sweep.pk)
-    services.chunk_failed(chunk_id=chunk_ids(sweep)[0], error="boom")
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
+    chunks.chunk_failed(chunk_id=chunk_ids(sweep)[0], error="boom")
     assert status(sweep) == Sweep.Status.CANCELLED
 
 
 def test_the_stall_watchdog_leaves_a_cancelled_sweep_alone(enqueued, monkeypatch):
-    monkeypatch.setattr(services, "_queued_messages", lambda: 0)  # an empty queue: it would requeue
+    monkeypatch.setattr(recovery, "_queued_messages", lambda: 0)  # an empty queue: it would requeue
     sweep = create()
-    services.sweep_cancel(sweep_id=sweep.pk)
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(minutes=5))
-    assert services.sweeps_resume_stalled(stalled_for=10) == 0
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
     assert enqueued == [] and status(sweep) == Sweep.Status.CANCELLED
 
 
@@ -226,49 +230,49 @@ def test_resume_runs_a_cancelled_sweep_again_and_queues_only_its_missing_chunks(
     sweep = create()
     ids = chunk_ids(sweep)
     for pk in ids[:5]:
-        services.chunk_run(chunk_id=pk)
-    services.sweep_cancel(sweep_id=sweep.pk)
-    services.chunks_run(chunk_ids=ids[5:7])  # skipped
+        chunks.chunk_run(chunk_id=pk)
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
+    chunks.chunks_run(chunk_ids=ids[5:7])  # skipped
     enqueued.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.sweep_resume(sweep_id=sweep.pk) == len(ids) - 5
+        assert recovery.sweep_resume(sweep_id=sweep.pk) == len(ids) - 5
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.RUNNING and sweep.finished_at is None
     assert sorted(sent_chunk_ids(enqueued)) == ids[5:]
     for pk in ids[5:]:
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     assert status(sweep) == Sweep.Status.DONE
 
 
 def test_finalize_leaves_a_cancelled_sweep_cancelled_while_chunks_are_missing(enqueued):
     sweep = create()
-    services.chunk_run(chunk_id=chunk_ids(sweep)[0])
-    services.sweep_cancel(sweep_id=sweep.pk)
-    assert services.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.CANCELLED
+    chunks.chunk_run(chunk_id=chunk_ids(sweep)[0])
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
+    assert lifecycle.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.CANCELLED
 
 
 def test_finalize_makes_a_cancelled_sweep_done_once_everything_is_stored(enqueued, monkeypatch):
     """The cancel came after the last chunk was stored, before the finalize: it is all there."""
     sweep = create()
     with monkeypatch.context() as mp:
-        mp.setattr(services, "sweep_finalize", lambda **kw: None)
+        mp.setattr(lifecycle, "sweep_finalize", lambda **kw: None)
         for pk in chunk_ids(sweep):
-            services.chunk_run(chunk_id=pk)
-    services.sweep_cancel(sweep_id=sweep.pk)
-    done = services.sweep_finalize(sweep_id=sweep.pk)
+            chunks.chunk_run(chunk_id=pk)
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
+    done = lifecycle.sweep_finalize(sweep_id=sweep.pk)
     assert done.status == Sweep.Status.DONE and done.table
 
 
 def test_an_answer_in_a_cancelled_sweep_waits_for_its_resume(enqueued, django_capture_on_commit_callbacks):
     sweep = waiting_sweep()
     q = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
-    services.sweep_cancel(sweep_id=sweep.pk)
-    services.question_answer(question_id=q.pk, user=None, happened=bool(q.truth))
-    assert services.question_resume(question_id=q.pk) is False
+    lifecycle.sweep_cancel(sweep_id=sweep.pk)
+    questions.question_answer(question_id=q.pk, user=None, happened=bool(q.truth))
+    assert questions.question_resume(question_id=q.pk) is False
     assert Question.objects.get(pk=q.pk).status == Question.Status.ANSWERED
     enqueued.clear()
     with django_capture_on_commit_callbacks(execute=True):
-        services.sweep_resume(sweep_id=sweep.pk)
+        recovery.sweep_resume(sweep_id=sweep.pk)
     assert sent_resumes(enqueued) == [q.pk]
 
 
@@ -276,26 +280,26 @@ def test_an_answer_in_a_cancelled_sweep_waits_for_its_resume(enqueued, django_ca
 
 def test_delete_removes_the_sweep_with_its_chunks_scenarios_and_questions(users):
     sweep, kept = owned_sweep(users), owned_sweep(users)
-    assert services.sweep_delete(sweep_id=sweep.pk) == {"sweeps": 1, "chunks": 2, "scenarios": 2, "questions": 1}
+    assert lifecycle.sweep_delete(sweep_id=sweep.pk) == {"sweeps": 1, "chunks": 2, "scenarios": 2, "questions": 1}
     assert not Sweep.objects.filter(pk=sweep.pk).exists()
     for model in (Chunk, Scenario, Question):
         assert not model.objects.filter(sweep_id=sweep.pk).exists()
         assert model.objects.filter(sweep=kept).exists()
-    assert services.sweep_delete(sweep_id=sweep.pk)["sweeps"] == 0  # twice: nothing more
+    assert lifecycle.sweep_delete(sweep_id=sweep.pk)["sweeps"] == 0  # twice: nothing more
 
 
 def test_the_queued_tasks_of_a_deleted_sweep_do_nothing(enqueued):
     sweep = waiting_sweep()
     question = Question.objects.filter(sweep=sweep).first()
-    services.question_answer(question_id=question.pk, user=None, happened=True)
+    questions.question_answer(question_id=question.pk, user=None, happened=True)
     more = create()
     ids = chunk_ids(more)
-    services.sweep_delete(sweep_id=sweep.pk)
-    services.sweep_delete(sweep_id=more.pk)
-    assert services.chunks_run(chunk_ids=ids[:4]) == 0
-    assert services.chunk_run(chunk_id=ids[4]) is False
-    assert services.question_resume(question_id=question.pk) is False
-    assert services.sweep_finalize(sweep_id=more.pk) is None
+    lifecycle.sweep_delete(sweep_id=sweep.pk)
+    lifecycle.sweep_delete(sweep_id=more.pk)
+    assert chunks.chunks_run(chunk_ids=ids[:4]) == 0
+    assert chunks.chunk_run(chunk_id=ids[4]) is False
+    assert questions.question_resume(question_id=question.pk) is False
+    assert lifecycle.sweep_finalize(sweep_id=more.pk) is None
     assert Scenario.objects.count() == Chunk.objects.count() == Sweep.objects.count() == 0
 
 
@@ -308,17 +312,17 @@ def test_a_sweep_is_created_with_a_name_and_notes(enqueued):
 
 def test_update_notes_sets_the_name_and_the_notes(enqueued):
     sweep = create()
-    assert services.sweep_update_notes(sweep_id=sweep.pk, name="after", notes="keys on") is True
+    assert lifecycle.sweep_update_notes(sweep_id=sweep.pk, name="after", notes="keys on") is True
     sweep.refresh_from_db()
     assert (sweep.name, sweep.notes) == ("after", "keys on")
-    assert services.sweep_update_notes(sweep_id=sweep.pk + 1000, name="x", notes="") is False
+    assert lifecycle.sweep_update_notes(sweep_id=sweep.pk + 1000, name="x", notes="") is False
 
 
 @pytest.mark.parametrize(("name", "notes"), [("x" * 201, ""), ("", "y" * 10_001), ("a\x00b", ""), (None, "")])
 def test_update_notes_refuses_bad_values(enqueued, name, notes):
     sweep = create(name="kept")
     with pytest.raises(ValidationError):
-        services.sweep_update_notes(sweep_id=sweep.pk, name=name, notes=notes)
+        lifecycle.sweep_update_notes(sweep_id=sweep.pk, name=name, notes=notes)
     assert Sweep.objects.get(pk=sweep.pk).name == "kept"
 
 
@@ -548,11 +552,11 @@ def test_a_sweep_cancelled_midway_stops_and_its_resume_stores_exactly_the_full_t
     """The chapter's table with 2 job runs (824 chunks, 35,280 scenarios, a few seconds' work)."""
     job = jobs.load("triage")
     cfgs = [agentsweep.Config(job, designs.get(d), t, 2, "scripted", n) for n, d, t in agentsweep.TABLE]
-    plan = services.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, runs=2, budget=10**9)
-    sweep = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, runs=2, budget=10**9)
+    sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
     wait_until(lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40, timeout=60,
                what="the workers to store some chunks")
-    assert services.sweep_cancel(sweep_id=sweep.pk), "the sweep ended before it could be cancelled"
+    assert lifecycle.sweep_cancel(sweep_id=sweep.pk), "the sweep ended before it could be cancelled"
     time.sleep(0.5)  # a store that began before the cancel commits now or never
     rows = _stored(sweep)
     time.sleep(2.5)
@@ -561,10 +565,10 @@ def test_a_sweep_cancelled_midway_stops_and_its_resume_stores_exactly_the_full_t
     stored = Chunk.objects.filter(sweep=sweep, stored=True).count()
     assert sweep.status == Sweep.Status.CANCELLED and sweep.error == "" and stored < sweep.total_chunks
     # In flight only: a message's chunks per worker on the queue (the browser tests' `make run` may serve it too).
-    in_flight = len(tasks.queue_workers(timeout=1.0)) * services.MAX_CHUNKS_PER_TASK
+    in_flight = len(sweepworkers.queue_workers(timeout=1.0)) * limits.MAX_CHUNKS_PER_TASK
     assert Chunk.objects.filter(sweep=sweep, stored=False, attempts__gt=0).count() <= in_flight
 
-    assert services.sweep_resume(sweep_id=sweep.pk) == sweep.total_chunks - stored
+    assert recovery.sweep_resume(sweep_id=sweep.pk) == sweep.total_chunks - stored
     wait_until(lambda: status(sweep) in ("done", "failed"), timeout=180, what="the resumed sweep to finish")
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, sweep.error
@@ -575,11 +579,11 @@ def test_a_sweep_cancelled_midway_stops_and_its_resume_stores_exactly_the_full_t
 
 @pytest.mark.django_db(transaction=True)
 def test_the_queued_tasks_of_a_deleted_sweep_are_no_ops_on_real_workers(celery_workers, wait_until):
-    doomed = services.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
-    removed = services.sweep_delete(sweep_id=doomed.pk)
+    doomed = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
+    removed = lifecycle.sweep_delete(sweep_id=doomed.pk)
     assert removed["chunks"] == 824
-    wait_until(lambda: services._queued_messages() == 0, timeout=60, what="the workers to take its messages")
-    after = services.sweep_create(user=None, job_source=TRIAGE, configs=LOOP, depth=1)
+    wait_until(lambda: recovery._queued_messages() == 0, timeout=60, what="the workers to take its messages")
+    after = launch.sweep_create(user=None, job_source=TRIAGE, configs=LOOP, depth=1)
     wait_until(lambda: status(after) in ("done", "failed"), timeout=60, what="the next sweep")
     assert status(after) == Sweep.Status.DONE
     assert not Chunk.objects.filter(sweep_id=doomed.pk).exists()

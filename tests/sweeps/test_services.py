@@ -11,13 +11,15 @@ from django.core.exceptions import ValidationError
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from agentcore.checkpoint import CheckpointError
-from sweeps import selectors, services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import limits, schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue, timelines
 from tests.sweeps._web import record_enqueued, sent_chunk_ids
 
 pytestmark = pytest.mark.django_db
 
-TRIAGE = services.builtin_job_source("triage")
+TRIAGE = sweep_configs.builtin_job_source("triage")
 MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 LOOP = [{"name": "loop, keyed", "design": "loop", "tracker": "keyed"}]
 
@@ -36,12 +38,12 @@ def user():
 def create(**kw):
     args = {"user": None, "job_source": TRIAGE, "configs": LOOP, "depth": 1}
     args.update(kw)
-    return services.sweep_create(**args)
+    return launch.sweep_create(**args)
 
 
 def run_all(sweep):
     for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     sweep.refresh_from_db()
     return sweep
 
@@ -84,7 +86,7 @@ def test_create_rejects_bad_settings_and_stores_nothing(bad, enqueued, django_ca
 def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(
         enqueued, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        sweep = create(configs=services.table_configs_for(), depth=2)
+        sweep = create(configs=sweep_configs.table_configs_for(), depth=2)
     assert enqueued == []  # nothing is published before the commit
     for cb in callbacks:
         cb()
@@ -95,8 +97,8 @@ def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(
 
 def test_a_custom_configuration_is_named_as_the_table_names_it():
     """The same design and tracker mode, the same name, in a custom sweep and in the table."""
-    table = {(c["design"], c["tracker"]): c["name"] for c in services.table_configs_for()}
-    custom = services.configs_for(["loop", "keys"], ["keyed", "keyless", "lookup"])
+    table = {(c["design"], c["tracker"]): c["name"] for c in sweep_configs.table_configs_for()}
+    custom = sweep_configs.configs_for(["loop", "keys"], ["keyed", "keyless", "lookup"])
     assert [c["name"] for c in custom] == ["real loop, keyed tracker", "real loop, keyless tracker",
                                            "loop, lookup tracker", "+ idempotency keys", "keys, keyless tracker",
                                            "keys, lookup tracker"]
@@ -113,9 +115,9 @@ def test_double_submit_with_one_token_makes_one_sweep(user):
 def test_chunk_run_twice_stores_once():
     sweep = create(depth=2)
     pk = chunk_ids(sweep)[0]
-    assert services.chunk_run(chunk_id=pk) is True
+    assert chunks.chunk_run(chunk_id=pk) is True
     rows = Scenario.objects.filter(sweep=sweep).count()
-    assert services.chunk_run(chunk_id=pk) is False
+    assert chunks.chunk_run(chunk_id=pk) is False
     chunk = Chunk.objects.get(pk=pk)
     assert Scenario.objects.filter(sweep=sweep).count() == rows == chunk.scenarios > 1
     assert chunk.stored and chunk.attempts == 1
@@ -131,11 +133,11 @@ def test_a_task_s_chunks_are_stored_together():
     sweep = create(depth=2)
     ids = chunk_ids(sweep)[:3]
     with CaptureQueriesContext(connection) as ctx:
-        assert services.chunks_run(chunk_ids=ids) == 3
+        assert chunks.chunks_run(chunk_ids=ids) == 3
     assert len(_scenario_inserts(ctx.captured_queries)) == 1  # one INSERT of all three chunks' rows
-    chunks = Chunk.objects.filter(pk__in=ids)
-    assert all(c.stored and c.attempts == 1 for c in chunks)
-    assert Scenario.objects.filter(sweep=sweep).count() == sum(c.scenarios for c in chunks) > 3
+    rows = Chunk.objects.filter(pk__in=ids)
+    assert all(c.stored and c.attempts == 1 for c in rows)
+    assert Scenario.objects.filter(sweep=sweep).count() == sum(c.scenarios for c in rows) > 3
 
 
 def test_a_redelivered_task_runs_its_chunks_one_at_a_time():
@@ -145,7 +147,7 @@ def test_a_redelivered_task_runs_its_chunks_one_at_a_time():
     ids = chunk_ids(sweep)[:3]
     Chunk.objects.filter(pk=ids[1]).update(attempts=1)  # started before by a worker that died
     with CaptureQueriesContext(connection) as ctx:
-        assert services.chunks_run(chunk_ids=ids) == 3
+        assert chunks.chunks_run(chunk_ids=ids) == 3
     assert len(_scenario_inserts(ctx.captured_queries)) == 3
     # only the chunk started before counts a second attempt
     assert dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "attempts")) == {ids[0]: 1, ids[1]: 2, ids[2]: 1}
@@ -164,18 +166,18 @@ def test_a_chunk_that_raises_keeps_the_chunks_before_it_and_is_the_one_named(mon
 
     monkeypatch.setattr(agentsweep, "run_chunk", run_chunk)
     with pytest.raises(RuntimeError, match="poisoned"):
-        services.chunks_run(chunk_ids=ids)
+        chunks.chunks_run(chunk_ids=ids)
     assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
         True, False, False]
-    services.chunks_failed(chunk_ids=ids, error="RuntimeError: poisoned")  # what the task's failure handler does
+    chunks.chunks_failed(chunk_ids=ids, error="RuntimeError: poisoned")  # what the task's failure handler does
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.FAILED and f"chunk {bad.pk} " in sweep.error
 
 
 def test_messages_get_like_shares_of_the_work(enqueued, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        sweep = create(configs=services.table_configs_for(), depth=2)
-    messages = [args[0] for name, args in enqueued if name == tasks.run_chunks.name]
+        sweep = create(configs=sweep_configs.table_configs_for(), depth=2)
+    messages = [args[0] for name, args in enqueued if name == tasks.chunks_run.name]
     assert sorted(pk for m in messages for pk in m) == chunk_ids(sweep)
     assert all(m == sorted(m) for m in messages)  # a message runs its chunks in ID order
     # A chunk's work is its once scenario and the twice scenarios of its restart, which is longer
@@ -183,7 +185,7 @@ def test_messages_get_like_shares_of_the_work(enqueued, django_capture_on_commit
     run_all(sweep)
     work = dict(Chunk.objects.filter(sweep=sweep).values_list("pk", "scenarios"))
     shares = [sum(work[pk] for pk in m) for m in messages]
-    assert len(messages) >= services.MIN_MESSAGES
+    assert len(messages) >= limits.MIN_MESSAGES
     assert max(shares) <= 1.15 * min(shares), shares
 
 
@@ -192,7 +194,7 @@ def test_chunks_are_stored_as_agentcore_records():
     cfg = agentsweep.table_configs(jobs.load("triage"))[5]  # real loop, keyed tracker
     result = agentsweep.sweep([cfg], depth=2)
     stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point")
-    fields = selectors.RECORD_FIELDS
+    fields = schema.RECORD_FIELDS
     # A once scenario's second point, kind and label are stored as 0, "" and "" (not NULL).
     blank = {"second_point": 0, "second_kind": "", "second_label": ""}
     assert [tuple(getattr(s, f) for f in fields) for s in stored] == [
@@ -202,46 +204,46 @@ def test_chunks_are_stored_as_agentcore_records():
 
 def test_the_insert_writes_every_column_of_a_scenario():
     columns = {f.attname for f in Scenario._meta.concrete_fields if not f.primary_key}
-    assert sorted(services.SCENARIO_COLUMNS) == sorted(columns)
+    assert sorted(schema.SCENARIO_COLUMNS) == sorted(columns)
 
 
 def test_finalize_derives_done_from_the_stored_rows():
     sweep = create()
     ids = chunk_ids(sweep)
     for pk in ids[:-1]:
-        services.chunk_run(chunk_id=pk)
-    assert services.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.RUNNING
-    services.chunk_run(chunk_id=ids[-1])  # the last chunk finalizes
+        chunks.chunk_run(chunk_id=pk)
+    assert lifecycle.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.RUNNING
+    chunks.chunk_run(chunk_id=ids[-1])  # the last chunk finalizes
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE and sweep.finished_at is not None
     assert sweep.table == [r.to_dict() for r in selectors.sweep_table(sweep)]
-    again = services.sweep_finalize(sweep_id=sweep.pk)
+    again = lifecycle.sweep_finalize(sweep_id=sweep.pk)
     assert again.status == Sweep.Status.DONE and again.finished_at == sweep.finished_at
 
 
 def test_finalize_never_regresses_a_done_sweep():
     sweep = run_all(create())
     Chunk.objects.filter(sweep=sweep).update(stored=False)
-    assert services.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.DONE
+    assert lifecycle.sweep_finalize(sweep_id=sweep.pk).status == Sweep.Status.DONE
 
 
 def test_resume_enqueues_only_the_missing_chunks(enqueued, django_capture_on_commit_callbacks):
     sweep = create()
     ids = chunk_ids(sweep)
     for pk in ids[::2]:
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     with django_capture_on_commit_callbacks(execute=True):
-        n = services.sweep_resume(sweep_id=sweep.pk)
+        n = recovery.sweep_resume(sweep_id=sweep.pk)
     assert n == len(ids[1::2])
     assert sorted(sent_chunks(enqueued)) == ids[1::2]
 
 
 def test_resume_of_a_failed_sweep_runs_again(enqueued, django_capture_on_commit_callbacks):
     sweep = create()
-    services.chunk_failed(chunk_id=chunk_ids(sweep)[0], error="boom")
+    chunks.chunk_failed(chunk_id=chunk_ids(sweep)[0], error="boom")
     assert Sweep.objects.get(pk=sweep.pk).status == Sweep.Status.FAILED
     with django_capture_on_commit_callbacks(execute=True):
-        services.sweep_resume(sweep_id=sweep.pk)
+        recovery.sweep_resume(sweep_id=sweep.pk)
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.RUNNING and sweep.error == ""
 
@@ -249,8 +251,8 @@ def test_resume_of_a_failed_sweep_runs_again(enqueued, django_capture_on_commit_
 def test_a_chunk_started_too_often_fails_its_sweep():
     sweep = create()
     pk = chunk_ids(sweep)[0]
-    Chunk.objects.filter(pk=pk).update(attempts=services.MAX_CHUNK_ATTEMPTS)
-    assert services.chunk_run(chunk_id=pk) is False
+    Chunk.objects.filter(pk=pk).update(attempts=limits.MAX_CHUNK_ATTEMPTS)
+    assert chunks.chunk_run(chunk_id=pk) is False
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.FAILED and f"chunk {pk}" in sweep.error
     assert not Chunk.objects.get(pk=pk).stored
@@ -261,8 +263,7 @@ def test_a_broker_that_cannot_be_reached_fails_the_launch_with_a_message(monkeyp
     def down(*args, **kw):
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr(tasks.run_chunks, "apply_async", down)
-    monkeypatch.setattr(tasks.run_chunk, "apply_async", down)
+    monkeypatch.setattr(taskqueue, "publish", down)
     with pytest.raises(ConnectionRefusedError), django_capture_on_commit_callbacks(execute=True):
         create()
     sweep = Sweep.objects.get()
@@ -287,28 +288,28 @@ def test_a_question_answered_twice_keeps_the_first_answer(user, enqueued, django
     q = Question.objects.filter(sweep=waiting_sweep()).first()
     other = get_user_model().objects.create_user("bob", password="pw-for-tests")
     with django_capture_on_commit_callbacks(execute=True):
-        first, changed = services.question_answer(question_id=q.pk, user=user, happened=True)
-        second, changed_again = services.question_answer(question_id=q.pk, user=other, happened=False)
+        first, changed = questions.question_answer(question_id=q.pk, user=user, happened=True)
+        second, changed_again = questions.question_answer(question_id=q.pk, user=other, happened=False)
     assert changed is True and changed_again is False
     assert second.answer is True and second.answered_by == user and second.status == Question.Status.ANSWERED
-    assert enqueued == [(tasks.resume_question.name, (q.pk,))]
+    assert enqueued == [(tasks.question_resume.name, (q.pk,))]
 
 
 def test_answer_all_truthfully_answers_each_open_question_with_its_truth(user):
     sweep = waiting_sweep()
     n_open = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()
-    assert services.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == n_open
+    assert questions.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == n_open
     answered = Question.objects.filter(sweep=sweep)
     assert all(q.status == Question.Status.ANSWERED and q.answer == q.truth for q in answered)
-    assert services.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == 0
+    assert questions.questions_answer_truthfully(sweep_id=sweep.pk, user=user) == 0
 
 
 def test_resuming_an_answered_question_stores_the_outcome_once(user):
     q = Question.objects.filter(sweep=waiting_sweep()).first()
-    assert services.question_resume(question_id=q.pk) is False  # not answered yet
-    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
-    assert services.question_resume(question_id=q.pk) is True
-    assert services.question_resume(question_id=q.pk) is False
+    assert questions.question_resume(question_id=q.pk) is False  # not answered yet
+    questions.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    assert questions.question_resume(question_id=q.pk) is True
+    assert questions.question_resume(question_id=q.pk) is False
     q.refresh_from_db()
     scenario = q.scenario
     assert q.status == Question.Status.RESUMED
@@ -319,10 +320,10 @@ def test_resuming_an_answered_question_stores_the_outcome_once(user):
 def test_truthful_answers_finish_the_sweep_with_nothing_lost_or_doubled(user):
     sweep = waiting_sweep()
     for _ in range(20):  # a resumed scenario may ask again
-        if not services.questions_answer_truthfully(sweep_id=sweep.pk, user=user):
+        if not questions.questions_answer_truthfully(sweep_id=sweep.pk, user=user):
             break
         for pk in Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).values_list("pk", flat=True):
-            services.question_resume(question_id=pk)
+            questions.question_resume(question_id=pk)
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE
     rows = Scenario.objects.filter(sweep=sweep)
@@ -337,7 +338,7 @@ def run_stored_chunks(sweep):
     """Run every chunk not stored yet, including those made meanwhile (no worker here)."""
     while ids := chunk_ids_unstored(sweep):
         for pk in ids:
-            services.chunk_run(chunk_id=pk)
+            chunks.chunk_run(chunk_id=pk)
 
 
 def chunk_ids_unstored(sweep):
@@ -345,9 +346,9 @@ def chunk_ids_unstored(sweep):
 
 
 def answer_and_resume_all(sweep, user):
-    n = services.questions_answer_truthfully(sweep_id=sweep.pk, user=user)
+    n = questions.questions_answer_truthfully(sweep_id=sweep.pk, user=user)
     for pk in Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).values_list("pk", flat=True):
-        services.question_resume(question_id=pk)
+        questions.question_resume(question_id=pk)
     return n
 
 
@@ -356,9 +357,9 @@ def test_a_resume_makes_the_chunk_of_the_restart_points_it_reached_once(user):
     run_stored_chunks(sweep)
     planned = Chunk.objects.filter(sweep=sweep).count()
     q = Question.objects.filter(sweep=sweep, scenario__second_point=0).order_by("pk").first()
-    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
-    assert services.question_resume(question_id=q.pk) is True
-    assert services.question_resume(question_id=q.pk) is False  # a redelivered resume makes nothing
+    questions.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    assert questions.question_resume(question_id=q.pk) is True
+    assert questions.question_resume(question_id=q.pk) is False  # a redelivered resume makes nothing
     later = Chunk.objects.get(sweep=sweep, second_from__gt=0)
     swept = Scenario.objects.filter(sweep=sweep, config=0, first_point=q.scenario.first_point,
                                     second_point__gt=0).count()
@@ -366,7 +367,7 @@ def test_a_resume_makes_the_chunk_of_the_restart_points_it_reached_once(user):
     sweep.refresh_from_db()
     assert sweep.total_chunks == planned + 1 == Chunk.objects.filter(sweep=sweep).count()
     assert sweep.status == Sweep.Status.RUNNING  # not done, nor waiting, while the chunk is not stored
-    services.chunk_run(chunk_id=later.pk)
+    chunks.chunk_run(chunk_id=later.pk)
     assert list(Scenario.objects.filter(sweep=sweep, first_point=later.first_point, second_point__gt=swept)
                 .values_list("second_point", flat=True)) == list(range(later.second_from, later.second_to + 1))
 
@@ -375,14 +376,14 @@ def test_a_twice_scenario_past_an_answer_replays_its_timeline_through_the_answer
     sweep = create(configs=LOOP_KEYLESS, depth=2, person="queue")
     run_stored_chunks(sweep)
     q = Question.objects.filter(sweep=sweep, scenario__second_point=0).order_by("pk").first()
-    services.question_answer(question_id=q.pk, user=user, happened=q.truth)
-    services.question_resume(question_id=q.pk)
+    questions.question_answer(question_id=q.pk, user=user, happened=q.truth)
+    questions.question_resume(question_id=q.pk)
     later = Chunk.objects.get(sweep=sweep, second_from__gt=0)
-    services.chunk_run(chunk_id=later.pk)
+    chunks.chunk_run(chunk_id=later.pk)
     sc = Scenario.objects.get(sweep=sweep, first_point=later.first_point, second_point=later.second_to)
     assert sc.status == Scenario.Status.DONE and sc.timeline is None  # replayed on demand
-    timeline = services.scenario_timeline(scenario_id=sc.pk)
-    scripted = agentsweep.play(dataclasses.replace(services.agent_config(sweep, 0), person="scripted"),
+    timeline = timelines.scenario_timeline(scenario_id=sc.pk)
+    scripted = agentsweep.play(dataclasses.replace(sweep_configs.agent_config(sweep, 0), person="scripted"),
                                (sc.first_point, sc.second_point), collect=True)
     assert [e for e in timeline if e["kind"] not in ("question", "answer")] == scripted.timeline
     sc.refresh_from_db()
@@ -396,7 +397,7 @@ def test_a_queue_sweep_answered_truthfully_stores_the_scripted_sweep_s_records(u
         run_stored_chunks(sweep)
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE
-    cfg = services.agent_config(sweep, 0)
+    cfg = sweep_configs.agent_config(sweep, 0)
     scripted = agentsweep.sweep([dataclasses.replace(cfg, person="scripted")], depth=2)
     fields = ("first_point", "second_point", "duplicates", "missing", "asks", "approvals", "model_calls",
               "calls_plus", "status")
@@ -410,7 +411,7 @@ def test_timeline_is_replayed_and_stored_on_demand():
     sweep = run_all(create(depth=2))
     sc = Scenario.objects.filter(sweep=sweep, second_point__gt=0).first()
     assert sc.timeline is None
-    timeline = services.scenario_timeline(scenario_id=sc.pk)
+    timeline = timelines.scenario_timeline(scenario_id=sc.pk)
     assert any(e["kind"] == "crash" for e in timeline)
     sc.refresh_from_db()
     assert sc.timeline == timeline and sc.effects is not None
@@ -422,10 +423,10 @@ def test_a_corrupt_stored_checkpoint_is_a_clear_error(user):
     q.durable["files"][name] = '{"run_id": "run-1", "turns": [tru'
     Question.objects.filter(pk=q.pk).update(durable=q.durable)
     with pytest.raises(CheckpointError, match=f"question {q.pk}.*{name}.*corrupt"):
-        services.scenario_timeline(scenario_id=q.scenario_id)
-    services.question_answer(question_id=q.pk, user=user, happened=True)
+        timelines.scenario_timeline(scenario_id=q.scenario_id)
+    questions.question_answer(question_id=q.pk, user=user, happened=True)
     with pytest.raises(CheckpointError):
-        services.question_resume(question_id=q.pk)
+        questions.question_resume(question_id=q.pk)
     assert "corrupt" in Sweep.objects.get(pk=q.sweep_id).error
 
 
@@ -436,7 +437,7 @@ def test_a_sweep_too_big_to_plan_is_refused_and_nothing_stored():
     calls = [{"id": f"c{i}", "tool": "create_issue", "args": {}} for i in range(100)]
     job = _json.dumps({"name": "big", "tools": {"create_issue": {"op": "create_issue"}},
                        "turns": [{"calls": calls}, {"final": "x"}]})
-    configs = services.configs_for(list(designs.DESIGNS)[:8], ["keyed", "keyless", "lookup"])
+    configs = sweep_configs.configs_for(list(designs.DESIGNS)[:8], ["keyed", "keyless", "lookup"])
     with pytest.raises(ValidationError, match="first crash points"):
-        services.sweep_create(user=None, job_source=job, configs=configs)
+        launch.sweep_create(user=None, job_source=job, configs=configs)
     assert Sweep.objects.count() == 0

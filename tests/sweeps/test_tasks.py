@@ -7,8 +7,10 @@ from django.db import connection
 
 from agentcore import jobs
 from agentcore import sweep as agentsweep
-from sweeps import selectors, services, tasks
+from sweeps import configs as sweep_configs
+from sweeps import selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, questions, taskqueue
 from sweepsite.celery import app
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,8 +29,8 @@ def status_is(sweep, *wanted):
 
 
 def sweep_table_through_workers(wait_until):
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
-                                  configs=services.table_configs_for(), depth=2)
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.table_configs_for(), depth=2)
     wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, sweep.error
@@ -37,7 +39,7 @@ def sweep_table_through_workers(wait_until):
 
 
 def test_the_tasks_are_late_acked_and_requeued_when_a_worker_dies():
-    for task in (tasks.run_chunk, tasks.run_chunks, tasks.resume_question):
+    for task in (tasks.chunk_run, tasks.chunks_run, tasks.question_resume):
         assert task.acks_late is True and task.reject_on_worker_lost is True
         assert 0 < task.max_retries <= 5
 
@@ -57,13 +59,13 @@ def test_a_table_sweep_on_postgresql_and_redis_gives_agentcore_s_table(celery_wo
 
 
 def test_an_answered_question_resumes_its_scenario_on_a_worker(celery_workers, wait_until):
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
                                   depth=1, person="queue")
     wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
     question = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
     scenario = question.scenario
     for _ in range(10):  # a resumed scenario may stop at another question: answer it too
-        services.question_answer(question_id=question.pk, user=None, happened=question.truth)
+        questions.question_answer(question_id=question.pk, user=None, happened=question.truth)
         wait_until(lambda q=question: Question.objects.get(pk=q.pk).status == Question.Status.RESUMED,
                    what="the worker to resume the scenario")
         scenario.refresh_from_db()
@@ -76,12 +78,12 @@ def test_an_answered_question_resumes_its_scenario_on_a_worker(celery_workers, w
 
 
 def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celery_workers, wait_until):
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
                                   depth=1, person="queue")
     wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
 
     def answered_all():
-        services.questions_answer_truthfully(sweep_id=sweep.pk, user=None)
+        questions.questions_answer_truthfully(sweep_id=sweep.pk, user=None)
         return Sweep.objects.get(pk=sweep.pk).status == Sweep.Status.DONE
 
     wait_until(answered_all, interval=0.2, what="the sweep to be done")
@@ -91,12 +93,12 @@ def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celer
 
 
 def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch):
-    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)  # no worker may store these chunks
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"), configs=MARKERS,
+    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)  # no worker may store these chunks
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
                                   depth=1)
     first, second = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True)[:2]
-    services.chunk_run(chunk_id=first)
-    tasks.run_chunks.on_failure(RuntimeError("boom"), "task-id", ([first, second],), {}, None)
+    chunks.chunk_run(chunk_id=first)
+    tasks.chunks_run.on_failure(RuntimeError("boom"), "task-id", ([first, second],), {}, None)
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.FAILED
     assert f"chunk {second} " in sweep.error and "RuntimeError: boom" in sweep.error
@@ -104,8 +106,8 @@ def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch
 
 def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scripted_table(
         celery_workers, wait_until, agentcore_table):
-    sweep = services.sweep_create(user=None, job_source=services.builtin_job_source("triage"),
-                                  configs=services.table_configs_for(), depth=2, person="queue")
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                  configs=sweep_configs.table_configs_for(), depth=2, person="queue")
 
     def settled():
         """Every chunk stored and every answer resumed: only open questions may be left."""
@@ -117,7 +119,7 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scr
     rounds = 0
     while True:  # an answer can lead to more questions, and to more chunks
         wait_until(settled, timeout=300, interval=0.2, what="the workers to store every chunk and resume")
-        if not services.questions_answer_truthfully(sweep_id=sweep.pk, user=None):
+        if not questions.questions_answer_truthfully(sweep_id=sweep.pk, user=None):
             break
         rounds += 1
     wait_until(status_is(sweep, Sweep.Status.DONE), what="the sweep to be done")

@@ -23,9 +23,10 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from agentcore.report import render
-from sweeps import selectors, services
+from sweeps import selectors
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
 
 pytestmark = pytest.mark.django_db
@@ -216,7 +217,7 @@ def test_launch_with_the_broker_down_says_so(auth, monkeypatch):
     def down(**kw):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(services, "sweep_create", down)
+    monkeypatch.setattr(launch, "sweep_create", down)
     r = auth.post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 503 and "unreachable" in text(r)
 
@@ -325,12 +326,12 @@ def test_a_row_with_waiting_scenarios_shows_how_many_and_no_number_an_answer_can
 
 def test_a_queue_sweep_with_open_questions_shows_no_negative_number(auth, monkeypatch):
     # Waiting scenarios have not made their calls yet: their calls+ so far is negative.
-    monkeypatch.setattr(services, "_enqueue", lambda *a, **kw: None)
-    sweep = services.sweep_create(user=None, job_source=builtin_job_source(), depth=1, person="queue",
+    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)
+    sweep = launch.sweep_create(user=None, job_source=builtin_job_source(), depth=1, person="queue",
                                   configs=[{"name": "real loop, keyless tracker", "design": "loop",
                                             "tracker": "keyless"}])
     for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
-        services.chunk_run(chunk_id=pk)
+        chunks.chunk_run(chunk_id=pk)
     assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
     pages = [text(auth.get(reverse("sweeps:detail", args=[sweep.pk]))),
              text(auth.get(reverse("sweeps:scenarios", args=[sweep.pk]) + "?status=waiting"))]

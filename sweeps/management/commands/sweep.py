@@ -1,14 +1,15 @@
 """python manage.py sweep: `python -m agentcore table` / `sweep`, run through the dashboard.
 
 The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout.
-The sweep is created by services.sweep_create and stored; its chunks are run by Celery workers:
+The sweep is created by services.launch.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
 same database and broker and stops at the end. Without --workers it first asks (Celery's remote
 control, a few seconds at most) whether a worker consumes the queue, and if none answers says how to
 start one, storing nothing. A progress bar (chunks stored / total, read from
 the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
-(services.sweeps_resume_stalled): chunks whose messages were lost are queued again. User errors
-are one line (CommandError).
+(services.recovery.sweep_wait): chunks whose messages were lost are queued again. User errors
+are one line (CommandError). The command only parses, calls services, selectors and sweeps.workers,
+and prints: it reads nothing from the database itself.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import tempfile
-import time
 from typing import Any
 
 from django.conf import settings
@@ -31,12 +29,10 @@ from tqdm import tqdm
 from agentcore import jobs, report
 from agentcore.__main__ import add_sweep_commands
 from agentcore.checkpoint import CheckpointError
-from agentcore.records import ScenarioRecord
-from sweeps import selectors, services, tasks
-from sweeps.models import Chunk, Scenario, Sweep
-
-# How long each of the 3 rounds of asking for a worker on the queue waits for answers.
-WORKER_PING_SECONDS = 1.0
+from sweeps import configs, replay, selectors, workers
+from sweeps.limits import STALL_SECONDS
+from sweeps.models import Sweep
+from sweeps.services import launch, recovery
 
 
 def seconds(text: str) -> float:
@@ -63,41 +59,40 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = self._job(options["job"])
         if options["command"] == "table":
-            configs, runs = services.table_configs_for(), 1
+            cfgs, runs = configs.table_configs_for(), 1
         else:
             design = options["design"] + "".join(f"+{b}" for b in options["bug"])
-            configs, runs = services.configs_for([design], [options["tracker"]]), options["runs"]
+            cfgs, runs = configs.configs_for([design], [options["tracker"]]), options["runs"]
         if options["records"]:
             folder = os.path.dirname(os.path.abspath(options["records"]))
             if not os.path.isdir(folder):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
             if not options["workers"]:  # user errors first, then whether anything would run it
-                services.sweep_check(job_source=source, configs=configs, depth=options["depth"], runs=runs,
-                                     source_name=source_name)
+                configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                    source_name=source_name)
                 self._need_workers()
-            sweep = services.sweep_create(user=None, job_source=source, configs=configs, depth=options["depth"],
-                                          runs=runs, source_name=source_name)
+            sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
+                                        runs=runs, source_name=source_name)
         except ValidationError as e:
             raise CommandError("; ".join(e.messages)) from None
         except (KombuError, DatabaseError, OSError) as e:
             raise CommandError(f"the sweep could not be started: the broker or the database is unreachable "
                                f"({type(e).__name__}: {e})") from None
-        workers = self._start_workers(options["workers"]) if options["workers"] else []
+        started = workers.start_workers(options["workers"]) if options["workers"] else []
         try:
-            self._wait(sweep, workers, options["timeout"])
+            self._wait(sweep, started, options["timeout"])
         except KeyboardInterrupt:
             raise CommandError(f"interrupted; sweep {sweep.pk} goes on while workers run") from None
         finally:
-            self._stop_workers(workers)
-        sweep.refresh_from_db()
+            workers.stop_workers(started)
         if options["records"]:
-            self._records(sweep, options["records"])
+            self._records(sweep.pk, options["records"])
         self.stdout.write(report.render(selectors.sweep_table(sweep), options["format"]), ending="")
 
     def _job(self, name: str) -> tuple[str, str]:
         if name in jobs.BUILTIN:
-            return services.builtin_job_source(name), f"builtin:{name}"
+            return configs.builtin_job_source(name), f"builtin:{name}"
         try:
             if os.path.getsize(name) > jobs.MAX_BYTES:
                 raise CommandError(f"{name}: file: larger than {jobs.MAX_BYTES} bytes")
@@ -113,87 +108,40 @@ class Command(BaseCommand):
     def _need_workers(self) -> None:
         """Without --workers, a worker must be running on the queue: else say so within seconds
         (nothing is stored) rather than wait at 0 % for ever."""
-        waited = 0.0
         try:
-            # The first answer ends the first round; a worker busy with a task answers after it.
-            for limit, timeout in ((1, WORKER_PING_SECONDS), (None, WORKER_PING_SECONDS), (None, WORKER_PING_SECONDS)):
-                if tasks.queue_workers(timeout, limit):
-                    return
-                waited += timeout
+            waited = workers.await_queue_worker()
         except (KombuError, OSError) as e:
             raise CommandError(f"cannot ask the workers: the broker is unreachable ({type(e).__name__}: {e})") from None
-        raise CommandError(f"no Celery worker answers on queue {tasks.app.conf.task_default_queue} (asked for "
-                           f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
-                           f"for this sweep")
+        if waited:
+            raise CommandError(f"no Celery worker answers on queue {workers.queue_name()} (asked for "
+                               f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
+                               f"for this sweep")
 
-    def _start_workers(self, n: int) -> list[tuple[subprocess.Popen, Any]]:
-        workers = []
-        env = tasks.worker_environ()
-        for i in range(n):
-            log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in _stop_workers
-            argv = tasks.worker_argv(f"sweep{i + 1}-{os.getpid()}")
-            workers.append((subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT), log))
-        return workers
+    def _wait(self, sweep: Sweep, started: list[workers.Worker], timeout: float | None) -> None:
+        def check_alive() -> None:
+            tail = workers.exited(started)
+            if tail is not None:
+                raise CommandError(f"the workers exited before sweep {sweep.pk} was done: {tail}")
 
-    def _stop_workers(self, workers: list[tuple[subprocess.Popen, Any]]) -> None:
-        for proc, _ in workers:
-            if proc.poll() is None:
-                proc.terminate()  # warm shutdown: a running task finishes first
-        for proc, log in workers:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            log.close()
-
-    def _wait(self, sweep: Sweep, workers: list[tuple[subprocess.Popen, Any]], timeout: float | None) -> None:
-        start = time.monotonic()
-        # The stall watchdog for this sweep (the workers run one too; `make run`'s may have it off):
-        # chunks whose messages a killed worker or a restarted broker lost are queued again.
-        stalled_for = float(settings.SWEEPSITE_STALL_SECONDS) or 30.0
-        next_watch = start + stalled_for
         stream = getattr(self.stderr, "_out", self.stderr)
         with tqdm(total=sweep.total_chunks, unit="chunk", desc=f"sweep {sweep.pk}", file=stream,
                   dynamic_ncols=True, mininterval=0.2) as bar:
-            while True:
-                status, error = Sweep.objects.filter(pk=sweep.pk).values_list("status", "error").get()
-                stored = Chunk.objects.filter(sweep_id=sweep.pk, stored=True).count()
-                bar.update(stored - bar.n)
-                if status == Sweep.Status.DONE:
-                    return
-                if status == Sweep.Status.FAILED:
-                    raise CommandError(f"sweep {sweep.pk} failed: {error}")
-                if status == Sweep.Status.WAITING:
-                    raise CommandError(f"sweep {sweep.pk} waits for answers in the question queue")
-                if workers and all(p.poll() is not None for p, _ in workers):
-                    log = workers[0][1]
-                    log.seek(0)
-                    tail = " | ".join(log.read().strip().splitlines()[-3:])
-                    raise CommandError(f"the workers exited before sweep {sweep.pk} was done: {tail}")
-                if time.monotonic() >= next_watch:
-                    next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
-                    services.sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep.pk)
-                if timeout is not None and time.monotonic() - start > timeout:
-                    raise CommandError(f"timed out after {timeout:g} s with {stored}/{sweep.total_chunks} chunks "
-                                       f"stored; sweep {sweep.pk} goes on while workers run")
-                time.sleep(0.05)
+            state = recovery.sweep_wait(
+                sweep.pk, stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS, timeout=timeout,
+                on_progress=lambda stored: bar.update(stored - bar.n), check_alive=check_alive)
+        if state.status == Sweep.Status.FAILED:
+            raise CommandError(f"sweep {sweep.pk} failed: {state.error}")
+        if state.status == Sweep.Status.WAITING:
+            raise CommandError(f"sweep {sweep.pk} waits for answers in the question queue")
+        if state.status != Sweep.Status.DONE:
+            raise CommandError(f"timed out after {timeout:g} s with {state.chunks_stored}/{sweep.total_chunks} "
+                               f"chunks stored; sweep {sweep.pk} goes on while workers run")
 
-    def _records(self, sweep: Sweep, path: str) -> None:
+    def _records(self, sweep_id: int, path: str) -> None:
         """Every scenario as an agentcore record (JSON lines), timelines replayed as the CLI's are."""
         try:
             with open(path, "w") as f:
-                for sc in Scenario.objects.filter(sweep=sweep).select_related("sweep").order_by(
-                        "config", "first_point", "second_point"):
-                    timeline, effects = ((sc.timeline, sc.effects) if sc.timeline is not None
-                                         else services.scenario_replay(sc))
-                    rec = ScenarioRecord(
-                        job=sc.job, design=sc.design, tracker=sc.tracker, runs=sc.runs, first_point=sc.first_point,
-                        first_kind=sc.first_kind, first_label=sc.first_label, second_point=sc.second_point or None,
-                        second_kind=sc.second_kind if sc.second_point else None,
-                        second_label=sc.second_label if sc.second_point else None, duplicates=sc.duplicates,
-                        missing=sc.missing, asks=sc.asks, approvals=sc.approvals, model_calls=sc.model_calls,
-                        calls_plus=sc.calls_plus, status=sc.status, timeline=timeline, effects=effects)
+                for rec in replay.scenario_records(sweep_id):
                     f.write(json.dumps(rec.to_dict()) + "\n")
         except (OSError, CheckpointError) as e:
             raise CommandError(f"--records {path}: {e}") from None

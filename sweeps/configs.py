@@ -1,0 +1,162 @@
+"""What a sweep is made of, checked: the job, its configurations, depth, runs and person. Pure: reads
+and writes nothing in the database.
+
+Rules:
+- Every check raises django's ValidationError with a message fit for a form or a command line; the
+  bounds are sweeps.limits'.
+- `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
+  uninterrupted run): launching stores it, the planned size counts it.
+- `agent_configs` turns a stored sweep into agentcore configurations (cached per process).
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from importlib import resources
+from typing import Any, NamedTuple
+
+from django.core.exceptions import ValidationError
+
+from agentcore import designs
+from agentcore import sweep as agentsweep
+from agentcore.jobs import BUILTIN, Job, JobError
+from agentcore.jobs import parse as parse_job
+from agentcore.world import MODES
+from sweeps.limits import MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SWEEP_DEPTH
+from sweeps.models import Sweep
+
+
+def builtin_job_source(name: str = "triage") -> str:
+    """The JSON text of a built-in job (what a sweep of "the triage job" stores)."""
+    if name not in BUILTIN:
+        raise ValidationError(f"unknown built-in job {name!r} (choose from {', '.join(BUILTIN)})")
+    return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text(encoding="utf-8")
+
+
+def table_configs_for(job: Job | None = None) -> list[dict[str, str]]:
+    """The chapter's table as config dicts: its 11 rows (the preset of the launch form).
+
+    The rows do not depend on the job; `job` is accepted so a caller can say which job it is for.
+    """
+    return [{"name": name, "design": d, "tracker": t} for name, d, t in agentsweep.TABLE]
+
+
+def configs_for(design_names: list[str], trackers: list[str]) -> list[dict[str, str]]:
+    """Every design with every tracker mode, named as the chapter's table names the pair ("real loop,
+    keyless tracker"), or like "loop, lookup tracker" for a pair the table has not."""
+    return [{"name": agentsweep.config_name(d, t), "design": d, "tracker": t}
+            for d, t in itertools.product(design_names, trackers)]
+
+
+def design(name: str) -> designs.Design:
+    """A design by name; "loop+reuse_run_id" is a design with planted bugs, named as agentcore names it."""
+    base, *bugs = name.split("+")
+    return designs.get(base, tuple(bugs))
+
+
+@lru_cache(maxsize=64)
+def _configs(job_source: str, configs: tuple[tuple[str, str, str], ...], runs: int,
+             person: str) -> tuple[agentsweep.Config, ...]:
+    job = parse_job(job_source, "stored job")
+    return tuple(agentsweep.Config(job, design(d), t, runs, person, name) for name, d, t in configs)
+
+
+def agent_configs(sweep: Sweep) -> tuple[agentsweep.Config, ...]:
+    """The sweep's agentcore configurations, in the order its `config` columns index (cached)."""
+    key = tuple((c["name"], c["design"], c["tracker"]) for c in sweep.configs)
+    return _configs(sweep.job_source, key, sweep.runs, sweep.person)
+
+
+def agent_config(sweep: Sweep, index: int) -> agentsweep.Config:
+    return agent_configs(sweep)[index]
+
+
+def check(ok: bool, message: str, code: str = "invalid") -> None:
+    if not ok:
+        raise ValidationError(message, code=code)
+
+
+def clean_configs(configs: Any) -> list[dict[str, str]]:
+    check(isinstance(configs, list) and len(configs) > 0, "choose at least one configuration")
+    check(len(configs) <= MAX_CONFIGS, f"at most {MAX_CONFIGS} configurations")
+    out: list[dict[str, str]] = []
+    for i, c in enumerate(configs, 1):
+        check(isinstance(c, dict) and set(c) == {"name", "design", "tracker"},
+              f"configuration {i}: needs exactly name, design and tracker")
+        name, design_name, tracker = c["name"], c["design"], c["tracker"]
+        check(isinstance(name, str) and 0 < len(name.strip()) <= MAX_NAME,
+              f"configuration {i}: name must be 1 to {MAX_NAME} characters")
+        check(isinstance(design_name, str), f"configuration {i}: design must be a name")
+        try:
+            design(design_name)
+        except ValueError as e:
+            raise ValidationError(f"configuration {i}: {e}", code="invalid") from None
+        check(tracker in MODES, f"configuration {i}: unknown tracker mode {tracker!r} "
+                                f"(choose from {', '.join(MODES)})")
+        out.append({"name": name.strip(), "design": design_name, "tracker": tracker})
+    names = [c["name"] for c in out]
+    check(len(set(names)) == len(names), "configuration names must differ")
+    return out
+
+
+def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str) -> Job:
+    """The job, parsed, once depth, runs and person are checked too. Raises ValidationError."""
+    check(isinstance(job_source, str), "the job must be JSON text")
+    try:
+        job = parse_job(job_source, source_name)
+    except JobError as e:
+        raise ValidationError(str(e), code="job") from None
+    check(type(depth) is int and 1 <= depth <= MAX_SWEEP_DEPTH, f"depth must be 1 or 2, not {depth!r}")
+    check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
+    check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
+    return job
+
+
+def clean_name_notes(name: Any, notes: Any) -> tuple[str, str]:
+    check(isinstance(name, str) and isinstance(notes, str), "the name and the notes must be text")
+    name = name.strip()
+    check(len(name) <= MAX_NAME, f"the name must be at most {MAX_NAME} characters")
+    check(len(notes) <= MAX_NOTES, f"the notes must be at most {MAX_NOTES:,} characters")
+    check("\x00" not in name + notes, "the name and the notes must not contain a NUL character")
+    return name, notes
+
+
+class ChunkPlan(NamedTuple):
+    """A checked sweep and its chunks: the agentcore configurations have a truthful person."""
+
+    job: Job
+    configs: list[dict[str, str]]
+    agent_configs: list[agentsweep.Config]
+    chunks: list[agentsweep.Chunk]
+    points: list[int]  # crash points per configuration
+
+
+def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str) -> ChunkPlan:
+    """Validate a sweep's settings and plan its chunks. Raises ValidationError."""
+    job = clean_settings(job_source, depth, runs, person, source_name)
+    clean = clean_configs(configs)
+    # The crash points come from the uninterrupted run with a truthful person: a queue person
+    # would suspend it at its first question (the points after an answer are the same).
+    cfgs = [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"]) for c in clean]
+    plan: list[agentsweep.Chunk] = []
+    npoints: list[int] = []
+    for i, cfg in enumerate(cfgs):
+        try:
+            pts = agentsweep.points(cfg)
+        except ValueError as e:
+            raise ValidationError(str(e), code="job") from None
+        npoints.append(len(pts))
+        plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
+        if len(plan) > MAX_CHUNKS:
+            raise ValidationError(
+                f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
+                f"or a smaller job", code="too_big")
+    return ChunkPlan(job, clean, cfgs, plan, npoints)
+
+
+def sweep_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                person: str = "scripted", source_name: str = "uploaded job") -> int:
+    """Validate a sweep as sweep_create would (raises ValidationError), storing nothing; how many
+    chunks it would have."""
+    return len(chunk_plan(job_source, configs, depth, runs, person, source_name).chunks)

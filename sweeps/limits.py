@@ -1,0 +1,99 @@
+"""Every limit and threshold of the dashboard, in one place (standard library only: settings.py reads it).
+
+Rules:
+- A number that bounds input, work or waiting lives here, named for what it bounds; the modules that
+  use it import it. Nothing else writes a bound as a literal.
+- agentcore's own bounds stay in agentcore (`agentcore.jobs.MAX_BYTES`, `MAX_DEPTH` = JSON nesting,
+  `MAX_CALLS`); the dashboard's are at most as wide.
+"""
+
+from __future__ import annotations
+
+# --- what a launch may ask for -----------------------------------------------------------------
+
+# Crash depth: 1 (crash once) or 2 (crash once, then again in the restart). Not to be confused with
+# agentcore.jobs.MAX_DEPTH, the nesting bound of a job file's JSON.
+MAX_SWEEP_DEPTH = 2
+# Job runs in sequence. agentcore's CLI takes up to 100; the dashboard stops at 10: a 10-run table is
+# about 814,000 scenario rows already (the planned size shows it before launching).
+MAX_RUNS = 10
+MAX_CONFIGS = 64
+# A sweep's size grows with (crash points)^2 per configuration: past this many first points in all,
+# launching is refused with a message instead of planning for minutes (the 11-row table has 412).
+MAX_CHUNKS = 5000
+# A sweep's name and notes (the person's words), and a configuration's name.
+MAX_NAME = 200
+MAX_NOTES = 10_000
+# Job file uploads larger than this are refused by the form (agentcore refuses past jobs.MAX_BYTES too).
+MAX_JOB_BYTES = 1_000_000
+# Truncation of stored strings to their columns' sizes (models.py declares the same sizes).
+KIND_CHARS = 40
+LABEL_CHARS = 300
+JOB_NAME_CHARS = 200
+QID_CHARS = 200
+KEY_CHARS = 64
+ERROR_CHARS = 2000
+REQUEST_TOKEN_CHARS = 64
+
+# --- URL and form parameters -------------------------------------------------------------------
+
+MAX_POINT = 1_000_000  # far beyond any sweep; keeps integers inside what every database takes
+MAX_PAGE = 1_000_000
+SWEEPS_PER_PAGE = 20
+SCENARIOS_PER_PAGE = 50
+QUESTIONS_PER_PAGE = 25
+MAX_URL_CHARS = 2000  # a `back` or `next` parameter (a path of this site)
+COMPARE_CHOICES = 200  # the latest sweeps offered in the compare page's selects
+
+# --- dealing work to task messages -------------------------------------------------------------
+
+# A chunk started this many times without being stored (killed workers, a chunk that kills its
+# process) fails its sweep with a message instead of being redelivered forever.
+MAX_CHUNK_ATTEMPTS = 5
+# Chunks per task message: a chunk takes a few ms to play; up to 8 per message keep the broker's
+# round trip, the worker's per-task database connection and the store's transaction a small share
+# of the work, while a sweep still makes at least 32 messages so that workers share it evenly and
+# finish together. A message's chunks are stored together (one transaction).
+MAX_CHUNKS_PER_TASK = 8
+MIN_MESSAGES = 32
+
+# --- the planned size, before launching --------------------------------------------------------
+
+# Counting a sweep's scenarios exactly plays every first crash point once, up to the end of its
+# restart (a depth-2 chunk has one twice scenario per point the restart reaches): about n^2 steps
+# for a configuration of n points. Up to PLAN_BUDGET steps in all, every point is played and the
+# count is exact (the chapter's table: 15,954 steps, 0.09 s here); past it, each configuration plays
+# evenly spaced first points (at least PLAN_MIN_SAMPLES) and the others are interpolated: "about".
+PLAN_BUDGET = 40_000
+PLAN_MIN_SAMPLES = 8
+# The launch form's time estimate when no sweep has finished on this install yet: scenarios per
+# second, a low figure of those measured on the 2-core machine (the table: 3,500/s with one worker,
+# 6,400/s with two; a 10-run table: 2,000/s with two); else the latest RATE_SWEEPS finished sweeps.
+DEFAULT_RATE = 2000.0
+RATE_SWEEPS = 20
+
+# --- progress and stalls -----------------------------------------------------------------------
+
+# The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS): a
+# running sweep that stored no chunk for this many seconds while the task queue is empty has lost
+# messages; its missing chunks are queued again. `manage.py sweep` uses it when the setting is 0.
+STALL_SECONDS = 30.0
+# The sweep page offers its resume button to a running sweep that stored nothing for this long:
+# two watchdog periods, so that the watchdog (where it runs) has had its turn before a person is
+# asked to act.
+RESUME_OFFER_SECONDS = 2 * STALL_SECONDS
+# The ETA is shown once this share of the work is stored and this many seconds have passed (before,
+# the workers' start and the first messages' round trips dominate), as a range around the estimate.
+ETA_MIN_SHARE = 0.15
+ETA_MIN_SECONDS = 3.0
+ETA_RANGE = (0.7, 1.4)
+# The rate is read over the last this many seconds (a sweep resumed after a pause, or one that has
+# slowed, is not judged by its start).
+ETA_WINDOW = 60.0
+# `manage.py sweep` without --workers: how long each of its 3 rounds of asking (Celery's remote
+# control) for a worker on the queue waits for answers; and how often it reads the progress.
+WORKER_PING_SECONDS = 1.0
+WORKER_PING_ROUNDS = 3
+POLL_SECONDS = 0.05
+# Workers `manage.py sweep --workers N` started get this long to finish their task when stopped.
+WORKER_STOP_SECONDS = 30

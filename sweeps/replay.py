@@ -1,0 +1,78 @@
+"""Reading stored scenarios back through agentcore: replaying a timeline, checking a stored durable
+state, every scenario of a sweep as agentcore records. Writes nothing (services/timelines.py stores a
+replayed timeline).
+
+Sweeps are deterministic: a scenario replayed with its plan and the answers given is the scenario
+that was stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from agentcore import sweep as agentsweep
+from agentcore.checkpoint import CheckpointError
+from agentcore.checkpoint import parse as parse_checkpoint
+from agentcore.records import ScenarioRecord
+from agentcore.world import MODES
+from sweeps.configs import agent_config
+from sweeps.models import Question, Scenario, Sweep
+from sweeps.schema import instance_values, row_record
+
+# The shape of a stored durable state (Question.durable), key -> type.
+# (The lead: agentcore's durable-state dataclass replaces this check once the agentcore split is merged.)
+_DURABLE_KEYS: dict[str, type | tuple[type, ...]] = {
+    "tracker": dict, "attempts": list, "model_calls": int, "answers": dict, "asks": int, "prompts": int,
+    "decisions": dict, "files": dict, "seq": int, "plan": list, "timeline": list,
+}
+
+
+def check_durable(durable: Any, name: str) -> dict[str, Any]:
+    """A stored durable state, checked: a corrupt one raises CheckpointError naming `name`."""
+    if not isinstance(durable, dict):
+        raise CheckpointError(f"{name}: stored durable state is not an object")
+    for key, kind in _DURABLE_KEYS.items():
+        if not isinstance(durable.get(key), kind):
+            raise CheckpointError(f"{name}: stored durable state: {key} is missing or of the wrong type")
+    tracker = durable["tracker"]
+    if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
+        raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
+    for fname, text in durable["files"].items():
+        if not isinstance(text, str):
+            raise CheckpointError(f"{name}: checkpoint {fname}: not text")
+        # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
+        parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
+    return durable
+
+
+def check_pending_durables(sc: Scenario) -> None:
+    """A waiting scenario's stored durable states, checked (CheckpointError for a corrupt one)."""
+    if sc.status == Scenario.Status.WAITING:
+        for q in sc.questions.exclude(status=Question.Status.RESUMED):
+            check_durable(q.durable, f"question {q.pk} (scenario {sc.pk})")
+
+
+def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Play a stored scenario again with agentcore (its plan and any answers given): the
+    timeline and the tracker's effects."""
+    def answers(**scenario: Any) -> dict[str, bool]:
+        return {qid: bool(a) for qid, a in Question.objects.filter(answer__isnull=False, **scenario)
+                .values_list("qid", "answer")}
+
+    cfg = agent_config(sc.sweep, sc.config)
+    once: dict[str, bool] = {}
+    if sc.second_point and sc.sweep.person == Sweep.Person.QUEUE:  # its restart went on with these
+        once = answers(scenario__sweep_id=sc.sweep_id, scenario__config=sc.config,
+                       scenario__first_point=sc.first_point, scenario__second_point=0)
+    played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once)
+    return played.timeline or [], played.effects or []
+
+
+def scenario_records(sweep_id: int) -> Iterator[ScenarioRecord]:
+    """Every scenario of the sweep as an agentcore record, in the CLI's order, with its timeline and
+    effects (stored, or replayed as the CLI's are). A corrupt stored job raises CheckpointError."""
+    for sc in Scenario.objects.filter(sweep_id=sweep_id).select_related("sweep").order_by(
+            "config", "first_point", "second_point"):
+        timeline, effects = (sc.timeline, sc.effects) if sc.timeline is not None else scenario_replay(sc)
+        yield row_record(instance_values(sc), timeline, effects)

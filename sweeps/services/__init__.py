@@ -1,0 +1,20 @@
+"""Every write of the dashboard, by concern: launch, chunks, recovery, lifecycle, questions,
+timelines; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
+sweeps.replay's, which write nothing).
+
+Rules:
+- Keyword-only functions taking IDs or plain values; views, tasks and commands call these and
+  nothing else writes. Each is idempotent: a repeated call (a redelivered task, a double click)
+  changes nothing the second time.
+- Work (agentcore playing scenarios) happens outside transactions; each store is one short
+  transaction opened by a conditional UPDATE (`... WHERE stored = false`, a status edge taken by
+  sweeps.models.take), so two workers racing on one chunk or one question store it once: the
+  loser's UPDATE touches no row and it writes nothing.
+- "Done" is read from the database (every chunk stored, no question left unresolved), never from
+  a counter that a killed worker could leave wrong (lifecycle.sweep_finalize).
+- Tasks are enqueued with `transaction.on_commit` through taskqueue, by name: a worker never sees
+  an ID before its row exists, and the services never import sweeps.tasks.
+- Lost messages are found by the stall watchdog (recovery.sweeps_resume_stalled).
+
+Import order, no cycles: taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines.
+"""

@@ -1,0 +1,176 @@
+"""Recovering lost work: the resume button, the stall watchdog, and asking the broker what waits.
+
+Rules:
+- Lost messages (a SIGKILLed worker, a broker restarted empty) are found by the stall watchdog,
+  `sweeps_resume_stalled`, run by every worker (sweepsite/celery.py) and by `manage.py sweep`
+  (`sweep_wait`): a running sweep that stored nothing for a while, with nothing left in the queue,
+  gets its missing chunks queued again. The sweep page's resume button (`sweep_resume`) does it by
+  hand, also for a failed or cancelled sweep. A chunk that keeps failing is bounded by
+  MAX_CHUNK_ATTEMPTS either way.
+- Keyed writes make an overlap with a late redelivery harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, Max, Q
+from django.utils import timezone
+
+from sweeps import selectors
+from sweeps.configs import check
+from sweeps.limits import POLL_SECONDS
+from sweeps.models import Chunk, Question, Sweep, take
+from sweeps.services import lifecycle, taskqueue
+from sweepsite.celery import app
+
+log = logging.getLogger(__name__)
+
+
+def sweep_resume(*, sweep_id: int) -> int:
+    """Enqueue again every chunk not stored and every answered question not resumed (a stalled
+    sweep: killed workers, a lost message, a broker that was down). Returns how many tasks.
+
+    The sweep page's resume button: a failed sweep runs again, and each missing chunk gets a fresh
+    bound of MAX_CHUNK_ATTEMPTS. A cancelled sweep runs again (status running; finalize then
+    derives waiting or done if nothing is missing). A broker that cannot be reached fails the sweep
+    with a message and raises (kombu's OperationalError) for the page to report."""
+    return _requeue(sweep_id, manual=True)
+
+
+def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int:
+    with transaction.atomic():
+        sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
+            return 0  # failed (a chunk that keeps failing) or done since the watchdog looked
+        chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
+        questions = Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
+        if answered_before is not None:
+            questions = questions.filter(answered_at__lt=answered_before)
+        question_ids = list(questions.values_list("pk", flat=True))
+        if chunk_ids and manual:
+            Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound for each resume
+        if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
+            take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.FAILED], error="")
+        if manual and sweep.status == Sweep.Status.CANCELLED:
+            take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.CANCELLED], error="", finished_at=None)
+        if chunk_ids or question_ids:
+            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
+                                                            fail_sweep=manual))
+    if not chunk_ids and not question_ids:
+        lifecycle.sweep_finalize(sweep_id=sweep_id)
+    return len(chunk_ids) + len(question_ids)
+
+
+# Per process: when the watchdog last queued a sweep's missing work (monotonic seconds), so that
+# one process queues a stalled sweep at most once per `stalled_for` while its rows do not come.
+_AUTO_RESUMED: dict[int, float] = {}
+
+
+def _stalled(stalled_for: float, sweep_id: int | None, cutoff: Any, mono: float) -> list[int]:
+    """The sweeps whose work looks lost (see sweeps_resume_stalled); finalizes a running sweep
+    that has every chunk stored (its last worker died between storing and finalizing)."""
+    sweeps = Sweep.objects.filter(status__in=[Sweep.Status.RUNNING, Sweep.Status.WAITING], created_at__lt=cutoff)
+    if sweep_id is not None:
+        sweeps = sweeps.filter(pk=sweep_id)
+    candidates = sweeps.annotate(
+        last=Max("chunks__stored_at"),
+        unstored=Count("chunks", filter=Q(chunks__stored=False)),
+    ).values_list("pk", "status", "last", "unstored")
+    stalled = []
+    for pk, status, last, unstored in candidates:
+        if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for:
+            continue
+        quiet = last is None or last < cutoff
+        if not unstored and status == Sweep.Status.RUNNING and quiet:
+            # Every chunk stored, still "running": a redelivered chunk finds itself stored and stops.
+            lifecycle.sweep_finalize(sweep_id=pk)
+        elif unstored and status == Sweep.Status.RUNNING and quiet:
+            stalled.append(pk)
+        elif Question.objects.filter(sweep_id=pk, status=Question.Status.ANSWERED, answered_at__lt=cutoff).exists():
+            stalled.append(pk)
+    return stalled
+
+
+def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) -> int:
+    """The stall watchdog: queue again the missing work of sweeps whose workers lost it.
+
+    A running sweep that stored no chunk for `stalled_for` seconds (since its launch, its last
+    stored chunk, or this process's last resume of it) gets its unstored chunks enqueued again;
+    a running or waiting sweep gets the resume of every question answered more than `stalled_for`
+    seconds ago and not resumed yet. Only when the task queue is empty: messages still queued
+    will reach a worker (or no worker runs, and queueing more would not help). So it recovers the
+    messages a SIGKILLed worker had taken (the filesystem broker deletes them on delivery; Redis
+    gives them back only after its visibility timeout) and those of a broker that restarted empty.
+    A running sweep with every chunk stored (its worker died before finalizing) is finalized. A
+    failed sweep is left alone (its resume button is for people), and attempts are not reset: a
+    chunk that keeps killing its worker still fails its sweep after MAX_CHUNK_ATTEMPTS. `sweep_id`
+    limits it to one sweep. Returns how many tasks were enqueued; a broker or database that cannot
+    be reached gives 0 (logged), never a failed sweep: the next round tries again."""
+    check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
+    now, mono = timezone.now(), time.monotonic()
+    cutoff = now - timedelta(seconds=stalled_for)
+    stalled = _stalled(stalled_for, sweep_id, cutoff, mono)
+    if not stalled:
+        return 0
+    queued = _queued_messages()
+    if queued is None or queued > 0:
+        return 0
+    n = 0
+    for pk in stalled:
+        try:
+            k = _requeue(pk, manual=False, answered_before=cutoff)
+        except Exception:  # noqa: BLE001 - the broker went away meanwhile: the next round tries again
+            log.exception("sweep %s: the stall watchdog could not queue its missing work", pk)
+            continue
+        _AUTO_RESUMED[pk] = mono
+        if k:
+            log.warning("sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
+                        "answer(s) queued again", pk, stalled_for, k)
+        n += k
+    return n
+
+
+def _queued_messages() -> int | None:
+    """How many messages wait in the dashboard's task queue; None if the broker cannot be asked."""
+    from kombu.exceptions import ChannelError
+
+    try:
+        with app.connection_for_write() as conn, conn.channel() as channel:
+            try:
+                ok = channel.queue_declare(queue=str(app.conf.task_default_queue), passive=True)
+            except (ChannelError, *conn.channel_errors):
+                return 0  # no such queue: transports drop an empty queue, or none was declared yet
+            return int(ok.message_count)
+    except Exception as e:  # noqa: BLE001 - unreachable broker: ask again at the next round
+        log.warning("the stall watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
+        return None
+
+
+def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
+               on_progress: Callable[[int], None], check_alive: Callable[[], None]) -> selectors.SweepState:
+    """Wait until the sweep is done, failed or waiting for answers, or `timeout` seconds have passed
+    (`manage.py sweep`): its state, read from the database every POLL_SECONDS and given to
+    `on_progress` (chunks stored); `check_alive` raises if the workers it relies on are gone. While
+    it waits it runs the stall watchdog for this sweep every quarter of `stalled_for` (the workers
+    run one too; `make run`'s may have it off): chunks whose messages were lost are queued again."""
+    start = time.monotonic()
+    next_watch = start + stalled_for
+    while True:
+        state = selectors.sweep_state(sweep_id)
+        on_progress(state.chunks_stored)
+        if state.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING):
+            return state
+        check_alive()
+        if time.monotonic() >= next_watch:
+            next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
+            sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
+        if timeout is not None and time.monotonic() - start > timeout:
+            return state
+        time.sleep(POLL_SECONDS)

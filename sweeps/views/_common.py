@@ -1,0 +1,114 @@
+"""What every page module shares: access decorators, the 400 page, a sweep or 404, safe `next` and
+`back` parameters."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import InvalidPage, Paginator
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+)
+from django.shortcuts import render
+from django.urls import Resolver404, resolve
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from sweeps import selectors
+from sweeps.forms import (
+    BackForm,
+    ScenarioFilterForm,
+)
+from sweeps.models import Sweep
+
+View = Callable[..., HttpResponseBase]
+
+
+log = logging.getLogger(__name__)
+
+
+def read_access(view: View) -> View:
+    """Public when SWEEPSITE_PUBLIC_READ, else logged-in users only (read at request time)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not settings.SWEEPSITE_PUBLIC_READ and not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def login_for_post(view: View) -> View:
+    """A POST by an anonymous user is refused with 403 (no redirect that would drop the form)."""
+
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if not request.user.is_authenticated:
+            raise PermissionDenied("log in to do this")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def bad_request(request: HttpRequest, message: str, form: Any = None) -> HttpResponse:
+    return render(request, "sweeps/bad_request.html", {"message": message, "form": form}, status=400)
+
+
+def sweep_or_404(sweep_id: int) -> Sweep:
+    try:
+        return selectors.sweep_get(sweep_id)
+    except Sweep.DoesNotExist:
+        raise Http404(f"no sweep {sweep_id}") from None
+
+
+def script_json(text: str) -> str:
+    """JSON text safe inside <script type="application/json"> (as django's json_script escapes it)."""
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def page_or_none(paginator: Paginator, number: int | None) -> Any:
+    try:
+        return paginator.page(number or 1)
+    except InvalidPage:
+        return None
+
+
+def next_url(request: HttpRequest, candidate: str | None, fallback: str) -> str:
+    """`next` if it is a path on this site ("/..."), else the fallback. (A bare word would be taken
+    for a URL name by redirect(), a relative path would depend on the current URL.)"""
+    if candidate and candidate.startswith("/") and url_has_allowed_host_and_scheme(
+            candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return candidate
+    return fallback
+
+
+# The pages a scenario's "back" link may return to (the pages that link to a scenario).
+BACK_PAGES = {"sweeps:scenarios", "sweeps:heatmap", "sweeps:sweep_questions", "sweeps:questions", "sweeps:detail"}
+
+
+def back_url(request: HttpRequest, fallback: str) -> str:
+    """The `back` parameter when it is a path of this site to one of BACK_PAGES, else the fallback."""
+    form = BackForm(request.GET)
+    candidate = form.cleaned_data.get("back") if form.is_valid() else None
+    url = next_url(request, candidate, "")
+    if not url:
+        return fallback
+    try:
+        match = resolve(urlsplit(url).path)
+    except Resolver404:
+        return fallback
+    return url if match.view_name in BACK_PAGES else fallback
+
+
+def filter_form(request: HttpRequest, sweep: Sweep) -> ScenarioFilterForm:
+    return ScenarioFilterForm(request.GET, sweep=sweep)

@@ -1,0 +1,145 @@
+"""The sweeps list with its launch form, the planned size (JSON), and the launch itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db import DatabaseError
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    JsonResponse,
+)
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from sweeps import configs, limits, selectors
+from sweeps import plan as planning
+from sweeps.forms import (
+    LaunchForm,
+    PageForm,
+    new_request_token,
+)
+from sweeps.services import launch
+from sweeps.views import errors
+from sweeps.views._common import (
+    bad_request,
+    login_for_post,
+    page_or_none,
+    read_access,
+)
+
+
+@require_safe
+@read_access
+def sweep_list(request: HttpRequest) -> HttpResponse:
+    form = plan = None
+    if request.user.is_authenticated:
+        form = LaunchForm(initial={"request_token": new_request_token()})
+        # The default form's planned size (cached per process); the page's script asks again on changes.
+        plan = _plan_summary(planning.sweep_plan(
+            job_source=configs.builtin_job_source("triage"), configs=configs.table_configs_for(),
+            depth=form.fields["depth"].initial, runs=form.fields["runs"].initial,
+            person=form.fields["person"].initial), form.fields["depth"].initial, form.fields["runs"].initial)
+    return _render_list(request, form, plan=plan)
+
+
+def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 200,
+                 plan: dict[str, Any] | None = None) -> HttpResponse:
+    pf = PageForm(request.GET)
+    if not pf.is_valid():
+        return bad_request(request, "bad page number", pf)
+    number = pf.cleaned_data.get("page")
+    paginator = Paginator(selectors.sweep_list(), limits.SWEEPS_PER_PAGE)
+    page = page_or_none(paginator, number)
+    if page is None:
+        return bad_request(request, f"there is no page {number} (pages 1 to {paginator.num_pages})")
+    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form, "plan": plan}, status=status)
+
+
+def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
+    """The configurations a valid launch form asks for."""
+    if data["preset"] == "table":
+        return configs.table_configs_for(data["job_obj"])
+    return configs.configs_for(data["designs"], data["trackers"])
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(round(seconds), 1)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _plan_summary(plan: planning.Plan, depth: int, runs: int) -> dict[str, Any]:
+    """The planned size with the time estimate from selectors.measured_rate, and a line saying both."""
+    rate, sweeps, which = selectors.measured_rate(depth=depth, runs=runs)
+    seconds = plan.scenarios / rate
+    # An estimated count is given to 3 significant figures: more would claim a precision it has not.
+    shown = plan.scenarios if plan.exact else int(float(f"{plan.scenarios:.3g}"))
+    basis = (f"measured over {sweeps} finished sweep{'s' * (sweeps != 1)} here"
+             f"{'' if which == 'any' else ' (' + which + ')'}" if sweeps
+             else "the default rate: no sweep has finished here yet")
+    text = (f"{plan.chunks:,} chunk{'s' * (plan.chunks != 1)} · {'' if plan.exact else 'about '}{shown:,} "
+            f"scenario{'s' * (shown != 1)} · about {_duration(seconds)} at {rate:,.0f} scenarios/s, {basis}")
+    return {"chunks": plan.chunks, "scenarios": plan.scenarios, "exact": plan.exact, "seconds": round(seconds, 1),
+            "rate": round(rate, 1), "rate_sweeps": sweeps, "rate_basis": which, "text": text,
+            "configs": [{"name": n, "chunks": c, "scenarios": k} for n, c, k in plan.configs]}
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def sweep_launch(request: HttpRequest) -> HttpResponse:
+    """POST launches; GET (a reload of the address the form posted to) goes to the form."""
+    if request.method != "POST":
+        return HttpResponseRedirect(reverse("sweeps:list") + "#launch")
+    return _launch(request)
+
+
+@require_POST
+@login_for_post
+def sweep_plan(request: HttpRequest) -> JsonResponse:
+    """The launch form's planned size, as JSON, from the form's fields (nothing stored or enqueued):
+    {"chunks", "scenarios", "exact", "seconds", "text", ...}, or 400 with {"errors": [...]}."""
+    form = LaunchForm(request.POST, request.FILES)
+    if not form.is_valid():
+        problems = [f"{'' if field == '__all__' else field + ': '}{m}" for field, ms in form.errors.items() for m in ms]
+        return JsonResponse({"errors": problems}, status=400)
+    data = form.cleaned_data
+    try:
+        planned = planning.sweep_plan(job_source=data["job_source"], configs=_launch_configs(data), depth=data["depth"],
+                                  runs=data["runs"], person=data["person"])
+    except ValidationError as e:
+        return JsonResponse({"errors": e.messages}, status=400)
+    except DatabaseError as e:
+        return JsonResponse({"errors": [errors.unreachable("", e, queue=False)]}, status=503)
+    return JsonResponse(_plan_summary(planned, data["depth"], data["runs"]))
+
+
+@login_for_post
+def _launch(request: HttpRequest) -> HttpResponse:
+    form = LaunchForm(request.POST, request.FILES)
+    if not form.is_valid():
+        if "request_token" in form.errors:  # a mangled form: give the next submit a fresh token
+            form.data = form.data.copy()
+            form.data["request_token"] = new_request_token()
+        return _render_list(request, form, status=400)
+    data = form.cleaned_data
+    try:
+        sweep = launch.sweep_create(user=request.user, job_source=data["job_source"], configs=_launch_configs(data),
+                                    depth=data["depth"], runs=data["runs"], person=data["person"],
+                                    request_token=data["request_token"], name=data["name"], notes=data["notes"])
+    except ValidationError as e:
+        for message in e.messages:
+            form.add_error(None, message)
+        return _render_list(request, form, status=400)
+    except errors.UNREACHABLE as e:
+        form.add_error(None, errors.unreachable("the sweep could not be started", e))
+        return _render_list(request, form, status=503)
+    messages.success(request, f"sweep {sweep.pk} launched")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)

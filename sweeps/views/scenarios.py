@@ -1,0 +1,143 @@
+"""Heatmaps, the scenario list and a scenario's timeline."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.paginator import InvalidPage
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+)
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from sweeps import charts, limits, selectors
+from sweeps.forms import (
+    HeatmapForm,
+)
+from sweeps.models import Scenario
+from sweeps.services import timelines
+from sweeps.views import errors
+from sweeps.views._common import (
+    back_url,
+    bad_request,
+    filter_form,
+    read_access,
+    script_json,
+    sweep_or_404,
+)
+
+# The scenario list's totals line: each metric's name as the list's own columns title it, in their order.
+LIST_METRIC_TITLES = {"duplicates": "dups", "missing": "missing", "asks": "asks", "calls_plus": "calls+"}
+
+
+@require_safe
+@read_access
+def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    sweep = sweep_or_404(sweep_id)
+    form = HeatmapForm(request.GET, sweep=sweep)
+    if not form.is_valid():
+        return bad_request(request, "bad heatmap options", form)
+    metric, config = form.cleaned_data["metric"], form.cleaned_data["config"]
+    names = [c["name"] for c in sweep.configs]
+    labels = selectors.point_labels(sweep)
+    fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep), names, labels, metric)
+    fig2 = None
+    if names and sweep.depth == 2:
+        cells = selectors.heatmap_first_second(sweep, config)
+        labels = {f: label for (c, f), label in labels.items() if c == config}
+        if cells:
+            fig2 = charts.first_second_figure(cells, labels, names[config], metric)
+    return render(request, "sweeps/heatmap.html", {
+        "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
+        "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS],
+        "fig1_json": script_json(charts.to_json(fig1)),
+        "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None,
+        "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
+        "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
+        "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
+    })
+
+
+@require_safe
+@read_access
+def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    sweep = sweep_or_404(sweep_id)
+    form = filter_form(request, sweep)
+    if not form.is_valid():
+        return bad_request(request, "bad filter values", form)
+    filters = form.filters()
+    number = form.cleaned_data.get("page") or 1
+    totals = selectors.scenario_totals(sweep, filters)
+    try:
+        page, scenarios = selectors.scenario_page(sweep, filters, number, limits.SCENARIOS_PER_PAGE,
+                                                  count=totals["count"])
+    except InvalidPage:
+        return bad_request(request, f"there is no page {number} with these filters")
+    query = request.GET.copy()
+    query.pop("page", None)
+    names = [c["name"] for c in sweep.configs]
+    for s in scenarios:
+        s.config_name = names[s.config] if 0 <= s.config < len(names) else str(s.config)  # type: ignore[attr-defined]
+    summed = form.cleaned_data.get("sum") or ""
+    return render(request, "sweeps/scenario_list.html", {
+        "sweep": sweep, "form": form, "page": page, "scenarios": scenarios, "query": query.urlencode(),
+        "filtered": bool(filters), "here": request.get_full_path(), "summed": summed,
+        "summed_title": charts.METRIC_TITLES.get(summed, ""), "summed_total": totals.get(summed, 0),
+        "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
+    })
+
+
+def _list_of_dicts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+@require_safe
+@read_access
+def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
+    try:
+        scenario = selectors.scenario_get(scenario_id)
+    except Scenario.DoesNotExist:
+        raise Http404(f"no scenario {scenario_id}") from None
+    error = ""
+    timeline: Any = []
+    try:
+        timeline = timelines.scenario_timeline(scenario_id=scenario.pk)
+    except errors.STATE_ERRORS as e:  # a corrupt stored state; a stored job or sweep that no longer fits
+        error = errors.state_error(e, f"scenario {scenario.pk}")
+    if not _list_of_dicts(timeline):
+        error = error or f"scenario {scenario.pk}: the stored timeline is corrupt (not a list of events)"
+        timeline = []
+    effects = Scenario.objects.filter(pk=scenario.pk).values_list("effects", flat=True).first() or []
+    if not _list_of_dicts(effects):
+        error = error or f"scenario {scenario.pk}: the stored tracker records are corrupt (not a list of effects)"
+        effects = []
+    counts: dict[str, int] = {}
+    for e in effects:
+        key = json.dumps(e.get("origin"))
+        counts[key] = counts.get(key, 0) + 1
+    effect_rows = [{"effect": e, "origin": e.get("origin"), "args": json.dumps(e.get("args"), sort_keys=True),
+                    "answer": json.dumps(e.get("answer"), sort_keys=True),
+                    "duplicate": counts[json.dumps(e.get("origin"))] > 1} for e in effects]
+    lanes = charts.timeline_lanes(timeline, effects)
+    dup_events = set(lanes["duplicates"])
+    crashes = 0
+    events = []
+    for n, ev in enumerate(timeline, 1):
+        kind = str(ev.get("kind", ""))
+        if kind == "crash":
+            crashes += 1
+        events.append({"n": n, "kind": kind, "text": ev.get("text", ""), "crash_no": crashes if kind == "crash" else 0,
+                       "duplicate": n in dup_events})
+    cfgs = scenario.sweep.configs
+    return render(request, "sweeps/scenario_detail.html", {
+        "sweep": scenario.sweep, "scenario": scenario, "events": events, "error": error, "effects": effect_rows,
+        "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
+        "questions": scenario.questions.select_related("answered_by").defer("durable"),
+        "lanes": lanes if events else None,
+        "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
+    })

@@ -1,0 +1,173 @@
+"""A sweep's page: its table and progress (and the progress poll), resume, cancel, delete, name and
+notes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    JsonResponse,
+)
+from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from agentcore.records import COLUMNS
+from agentcore.report import TITLES
+from sweeps import limits, selectors
+from sweeps.forms import (
+    SweepNotesForm,
+)
+from sweeps.models import Sweep
+from sweeps.services import lifecycle, recovery
+from sweeps.views import errors
+from sweeps.views._common import (
+    bad_request,
+    login_for_post,
+    read_access,
+    sweep_or_404,
+)
+
+# The table's columns and the scenario filter each number links to. A count column's number is the
+# list's count; a sum column names its metric (`sum`), whose total over the list the list states.
+COLUMN_FILTERS = {
+    "once": {"twice": "no"},
+    "twice": {"twice": "yes"},
+    "with_dups": {"has_dups": "yes"},
+    "dups": {"has_dups": "yes", "sum": "duplicates"},
+    "missing": {"missing": "yes", "sum": "missing"},
+    "asks": {"asked": "yes", "sum": "asks"},
+    "calls_plus": {"extra_calls": "yes", "sum": "calls_plus"},
+}
+
+
+@require_safe
+@read_access
+def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    sweep = sweep_or_404(sweep_id)
+    table = _table(sweep)
+    progress = selectors.sweep_progress(sweep)
+    may_change = selectors.may_change(request.user, sweep, "change")
+    return render(request, "sweeps/sweep_detail.html", {
+        "sweep": sweep, "table": table, "rows": table["rows"], "titles": TITLES, "progress": progress,
+        "stalled": _stalled(sweep, progress),
+        "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
+        "may_delete": selectors.may_change(request.user, sweep, "delete"),
+        "notes_form": SweepNotesForm(instance=sweep) if may_change else None,
+    })
+
+
+def _table(sweep: Sweep) -> dict[str, Any]:
+    """The comparison table, for the sweep page and for its progress poll alike: {"partial",
+    "waiting", "rows"}, each row with its cells, a number (None when it is not final) and the link
+    to the scenarios behind it (COLUMN_FILTERS), and with how many of its scenarios wait."""
+    table = selectors.sweep_table_live(sweep)
+    base = reverse("sweeps:scenarios", args=[sweep.pk])
+    rows = []
+    for i, row in enumerate(table["rows"]):
+        waiting = row["waiting"]
+        not_final = (f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
+                     "for an answer" if waiting else "")
+        cells = []
+        for col in COLUMNS:
+            query = "&".join(f"{k}={v}" for k, v in {"config": i, **COLUMN_FILTERS[col]}.items())
+            value = row["values"][col]
+            cells.append({"col": col, "value": value, "url": f"{base}?{query}",
+                          "title": not_final if value is None else ""})
+        rows.append({"name": row["name"], "config": i, "url": f"{base}?config={i}", "cells": cells,
+                     "waiting": waiting, "waiting_url": f"{base}?config={i}&status=waiting"})
+    return {"partial": table["partial"], "waiting": table["waiting"], "rows": rows}
+
+
+def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:
+    """Chunks are missing and nothing will store them: the sweep failed or was cancelled, or no chunk
+    was stored for a while. (A cancelled sweep is always offered its resume.)"""
+    if sweep.status == Sweep.Status.CANCELLED:
+        return True
+    if progress["chunks_stored"] >= progress["total_chunks"]:
+        return False
+    return sweep.status == Sweep.Status.FAILED or (
+        sweep.status == Sweep.Status.RUNNING and progress["idle_seconds"] >= limits.RESUME_OFFER_SECONDS)
+
+
+@require_safe
+@read_access
+def sweep_progress(request: HttpRequest, sweep_id: int) -> JsonResponse:
+    """The progress box's numbers and the comparison table (the page updates both in place)."""
+    sweep = sweep_or_404(sweep_id)
+    return JsonResponse({**selectors.sweep_progress(sweep), "table": _table(sweep)})
+
+
+@require_POST
+@login_for_post
+def sweep_resume(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    sweep = sweep_or_404(sweep_id)
+    ok, n = errors.action(request, lambda: recovery.sweep_resume(sweep_id=sweep.pk), "could not resume")
+    if ok:
+        messages.success(request, f"{n} missing chunk{pluralize(n)} queued again" if n else "nothing to resume")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)
+
+
+@require_POST
+@login_for_post
+def sweep_cancel(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Any logged-in user may cancel (as resume, it loses nothing: stored rows stay, resume goes on)."""
+    sweep = sweep_or_404(sweep_id)
+    ok, cancelled = errors.action(request, lambda: lifecycle.sweep_cancel(sweep_id=sweep.pk), "could not cancel",
+                                  queue=False)
+    if ok:
+        if cancelled:
+            messages.success(request, f"sweep {sweep.pk} cancelled: its queued chunks are skipped and the rows "
+                                      "stored so far are kept; resume goes on from there")
+        else:
+            messages.info(request, f"sweep {sweep.pk} is {sweep.status}: there is nothing to cancel")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)
+
+
+def _owner_or_staff(request: HttpRequest, sweep: Sweep, action: str) -> None:
+    if not selectors.may_change(request.user, sweep, action):
+        raise PermissionDenied(f"only the sweep's owner or staff may {action} it")
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+def sweep_delete(request: HttpRequest, sweep_id: int) -> HttpResponseBase:
+    """GET: the confirm page (what goes: scenarios, questions); POST: delete, then the list. The
+    sweep's owner or staff only (others 403); anonymous: a GET goes to log in, a POST is 403."""
+    if not request.user.is_authenticated:
+        if request.method == "POST":
+            raise PermissionDenied("log in to do this")
+        return redirect_to_login(request.get_full_path())
+    sweep = sweep_or_404(sweep_id)
+    _owner_or_staff(request, sweep, "delete")
+    if request.method != "POST":
+        return render(request, "sweeps/sweep_delete.html", {"sweep": sweep,
+                                                            "contents": selectors.sweep_contents(sweep)})
+    ok, removed = errors.action(request, lambda: lifecycle.sweep_delete(sweep_id=sweep.pk), "could not delete",
+                                queue=False)
+    if not ok or removed is None:
+        return redirect("sweeps:detail", sweep_id=sweep.pk)
+    messages.success(request, f"sweep {sweep.pk} deleted with its {removed['scenarios']:,} scenario"
+                              f"{pluralize(removed['scenarios'])} and {removed['questions']:,} question"
+                              f"{pluralize(removed['questions'])}")
+    return redirect("sweeps:list")
+
+
+@require_POST
+@login_for_post
+def sweep_edit(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Save the sweep's name and notes (its owner or staff)."""
+    sweep = sweep_or_404(sweep_id)
+    _owner_or_staff(request, sweep, "change")
+    form = SweepNotesForm(request.POST, instance=sweep)
+    if not form.is_valid():
+        return bad_request(request, "bad name or notes", form)
+    lifecycle.sweep_update_notes(sweep_id=sweep.pk, name=form.cleaned_data["name"], notes=form.cleaned_data["notes"])
+    messages.success(request, "name and notes saved")
+    return redirect("sweeps:detail", sweep_id=sweep.pk)
