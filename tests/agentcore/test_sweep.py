@@ -71,7 +71,7 @@ def test_two_workers_give_the_same_records(table):
 def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, monkeypatch):
     # The sweep keeps checkpoint files in memory by default; the same save code over real files
     # (in a temp dir) must give every scenario the very same outcome.
-    import agentcore.sweep as agentsweep
+    import agentcore.scenario as scenario  # where a play makes its Files
     from agentcore.checkpoint import OsFiles
 
     wrote = tmp_path / "a real file was written"
@@ -84,7 +84,7 @@ def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, 
             if not wrote.exists():
                 wrote.touch()
 
-    monkeypatch.setattr(agentsweep, "OsFiles", Watched)
+    monkeypatch.setattr(scenario, "OsFiles", Watched)
     on_disk = sweep(table_configs(TRIAGE), workers=2, disk="files")
     assert wrote.exists()
     assert on_disk.records == table.records
