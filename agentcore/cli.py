@@ -1,7 +1,11 @@
-"""python -m agentcore: the table, one sweep, or a key. Parses arguments, calls the API, prints.
+"""The command line (python -m agentcore): the table, one sweep, or a key. Parses arguments, calls
+the API, prints.
 
-Errors are one line on stderr and exit status 2; progress goes to stderr once a sweep has taken
-more than a second.
+Rules:
+- The argument definitions live here; `manage.py sweep` takes the same options of `table` and
+  `sweep` (`add_sweep_commands`), and `agentcore/__main__.py` only calls `main`.
+- Errors are one line on stderr and exit status 2; progress goes to stderr once a sweep has taken
+  more than a second.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Sequence
 from agentcore import designs, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
 from agentcore.jobs import JobError
+from agentcore.limits import MAX_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.world import MODES
 
 
@@ -66,7 +71,8 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--format", choices=report.FORMATS, default="text")
         s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
-        s.add_argument("--depth", type=int, choices=(1, 2), default=2, help="crash once, or once and again")
+        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
+                       help="crash once, or once and again")
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
 
     t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
@@ -130,7 +136,3 @@ def _check_writable(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise ValueError(f"--records {path}: folder {folder} does not exist")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -29,8 +29,8 @@ from kombu.exceptions import KombuError
 from tqdm import tqdm
 
 from agentcore import jobs, report
-from agentcore.__main__ import add_sweep_commands
 from agentcore.checkpoint import CheckpointError
+from agentcore.cli import add_sweep_commands
 from agentcore.records import ScenarioRecord
 from sweeps import selectors, services, tasks
 from sweeps.models import Chunk, Scenario, Sweep
