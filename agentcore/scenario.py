@@ -87,6 +87,9 @@ def _lay_out(disk: Files, paths: list[str], files: dict[str, str]) -> None:
 class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
+    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "finished", "store", "restarts",
+                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start")
+
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
         self.cfg, self.options = cfg, options
