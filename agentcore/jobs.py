@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentcore.limits import MAX_CALLS, MAX_JOB_BYTES, MAX_NESTING
+
 OPS = ("create_issue", "comment", "search", "label")
 FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
-MAX_BYTES = 1_000_000
-MAX_DEPTH = 20
-MAX_CALLS = 100
+MAX_BYTES = MAX_JOB_BYTES  # the name the dashboard's command reads
 BUILTIN = {"triage": "triage.json"}
 
 
@@ -71,8 +71,8 @@ def load(path: str) -> Job:
         return parse(text, f"builtin:{path}")
     p = Path(path)
     try:
-        if p.stat().st_size > MAX_BYTES:
-            raise JobError(f"{path}: file: larger than {MAX_BYTES} bytes")
+        if p.stat().st_size > MAX_JOB_BYTES:
+            raise JobError(f"{path}: file: larger than {MAX_JOB_BYTES} bytes")
         raw = p.read_bytes()
     except OSError as e:
         raise JobError(f"{path}: file: cannot read ({e.strerror})") from None
@@ -80,8 +80,8 @@ def load(path: str) -> Job:
 
 
 def parse(raw: bytes | str, source: str) -> Job:
-    if len(raw) > MAX_BYTES:
-        raise JobError(f"{source}: file: larger than {MAX_BYTES} bytes")
+    if len(raw) > MAX_JOB_BYTES:
+        raise JobError(f"{source}: file: larger than {MAX_JOB_BYTES} bytes")
     try:
         data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
     except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, 5,000-digit numbers
@@ -108,8 +108,8 @@ class _Checker:
         return JobError(f"{self.source}: {field}: {problem}")
 
     def depth(self, value: Any, field: str, level: int = 0) -> None:
-        if level > MAX_DEPTH:
-            raise self.fail(field, f"nested deeper than {MAX_DEPTH} levels")
+        if level > MAX_NESTING:
+            raise self.fail(field, f"nested deeper than {MAX_NESTING} levels")
         if isinstance(value, dict):
             for v in value.values():
                 self.depth(v, field, level + 1)

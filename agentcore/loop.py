@@ -33,9 +33,8 @@ from agentcore.crash import Hook, Kind
 from agentcore.designs import Design
 from agentcore.jobs import Call, Job, Tool
 from agentcore.keys import key
+from agentcore.limits import MAX_ATTEMPTS
 from agentcore.world import Person, ScriptedModel, ToolFailed, ToolServer
-
-MAX_ATTEMPTS = 3
 
 
 class ToolGaveUp(Exception):

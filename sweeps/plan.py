@@ -25,7 +25,7 @@ class Plan:
 
 def _restart_points(cfg: agentsweep.Config, first: int) -> int:
     """How many points the restart reaches after a crash at `first`: the chunk's twice scenarios."""
-    played = agentsweep.play(cfg, (first,), record=True)
+    played = agentsweep.play(cfg, (first,), agentsweep.Options(points=True))
     restart = played.processes[1].points if len(played.processes) > 1 else None
     return len(restart or ())
 

@@ -12,37 +12,17 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentcore import sweep as agentsweep
-from agentcore.checkpoint import CheckpointError
-from agentcore.checkpoint import parse as parse_checkpoint
 from agentcore.records import ScenarioRecord
-from agentcore.world import MODES
+from agentcore.state import Durable
 from sweeps.configs import agent_config
 from sweeps.models import Question, Scenario, Sweep
 from sweeps.schema import instance_values, row_record
 
-# The shape of a stored durable state (Question.durable), key -> type.
-# (The lead: agentcore's durable-state dataclass replaces this check once the agentcore split is merged.)
-_DURABLE_KEYS: dict[str, type | tuple[type, ...]] = {
-    "tracker": dict, "attempts": list, "model_calls": int, "answers": dict, "asks": int, "prompts": int,
-    "decisions": dict, "files": dict, "seq": int, "plan": list, "timeline": list,
-}
-
 
 def check_durable(durable: Any, name: str) -> dict[str, Any]:
-    """A stored durable state, checked: a corrupt one raises CheckpointError naming `name`."""
-    if not isinstance(durable, dict):
-        raise CheckpointError(f"{name}: stored durable state is not an object")
-    for key, kind in _DURABLE_KEYS.items():
-        if not isinstance(durable.get(key), kind):
-            raise CheckpointError(f"{name}: stored durable state: {key} is missing or of the wrong type")
-    tracker = durable["tracker"]
-    if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
-        raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
-    for fname, text in durable["files"].items():
-        if not isinstance(text, str):
-            raise CheckpointError(f"{name}: checkpoint {fname}: not text")
-        # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
-        parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
+    """A stored durable state, checked by agentcore's own Durable (every key's type, the tracker's
+    records, every checkpoint file parsed): a corrupt one raises CheckpointError naming `name`."""
+    Durable.from_dict(durable, name)
     return durable
 
 

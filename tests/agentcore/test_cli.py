@@ -2,7 +2,7 @@ import json
 import subprocess
 import sys
 
-from agentcore.__main__ import main
+from agentcore.cli import main
 from agentcore.records import COLUMNS
 
 

@@ -6,7 +6,7 @@ from agentcore import designs, jobs
 from agentcore.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.crash import Crash, CrashPlan
 from agentcore.loop import Loop
-from agentcore.sweep import Config, play
+from agentcore.sweep import Config, Options, play
 from agentcore.world import ScriptedModel, ScriptedPerson, ToolServer, Tracker
 
 S = ["save-half-done", "save-renamed"]
@@ -16,7 +16,7 @@ TRIAGE = jobs.load("triage")
 
 
 def kinds(design, tracker="keyed", tmp_path=None):
-    p = play(Config(TRIAGE, designs.get(design), tracker), (), str(tmp_path), record=True)
+    p = play(Config(TRIAGE, designs.get(design), tracker), (), Options(points=True), str(tmp_path))
     return [k for k, _ in p.processes[0].points]
 
 
@@ -44,7 +44,7 @@ def test_real_loop_points(tmp_path):
 
 
 def test_labels_name_the_tool_and_call(tmp_path):
-    p = play(Config(TRIAGE, designs.get("loop"), "keyed"), (), str(tmp_path), record=True)
+    p = play(Config(TRIAGE, designs.get("loop"), "keyed"), (), Options(points=True), str(tmp_path))
     assert "tracker-accepted create_issue call_2" in [label for _, label in p.processes[0].points]
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from agentcore import designs, jobs
 from agentcore.records import ScenarioRecord
-from agentcore.sweep import Chunk, Config, play, points, resume, run_chunk, sweep, table_configs
+from agentcore.sweep import Chunk, Config, Options, play, points, resume, run_chunk, sweep, table_configs
 
 TRIAGE = jobs.load("triage")
 
@@ -71,7 +71,7 @@ def test_two_workers_give_the_same_records(table):
 def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, monkeypatch):
     # The sweep keeps checkpoint files in memory by default; the same save code over real files
     # (in a temp dir) must give every scenario the very same outcome.
-    import agentcore.sweep as agentsweep
+    import agentcore.scenario as scenario  # where a play makes its Files
     from agentcore.checkpoint import OsFiles
 
     wrote = tmp_path / "a real file was written"
@@ -84,7 +84,7 @@ def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, 
             if not wrote.exists():
                 wrote.touch()
 
-    monkeypatch.setattr(agentsweep, "OsFiles", Watched)
+    monkeypatch.setattr(scenario, "OsFiles", Watched)
     on_disk = sweep(table_configs(TRIAGE), workers=2, disk="files")
     assert wrote.exists()
     assert on_disk.records == table.records
@@ -215,7 +215,7 @@ def test_bad_configuration_is_refused():
 def _waiting(tmp_path, point=10):
     from agentcore.sweep import play
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
-    p = play(cfg, (point,), str(tmp_path), collect=True)
+    p = play(cfg, (point,), Options(timeline=True), str(tmp_path))
     return cfg, p
 
 
@@ -247,7 +247,7 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(tmp_path, design, tra
     for p, (kind, label) in enumerate(points(cfg, str(tmp_path)), 1):
         noted = run_chunk(cfg, Chunk(0, p, kind, label), 2, str(tmp_path)).records[1:]
         for rec in noted:
-            full = play(cfg, (p, rec.second_point), str(tmp_path))
+            full = play(cfg, (p, rec.second_point), Options(), str(tmp_path))
             assert (rec.duplicates, rec.missing, rec.asks, rec.approvals, rec.model_calls, rec.status) == (
                 full.duplicates, full.missing, full.asks, full.approvals, full.model_calls, full.status), (p, rec)
             assert len(full.crashes) == 2
@@ -310,9 +310,9 @@ def test_a_resumed_scenario_passes_the_points_of_the_scripted_restart():
     # Crash at point 10 of the markers design: the restart asks about call_1. Answered, the paused
     # process goes on as if the answer had come at once: no second start save, the same points.
     cfg = Config(TRIAGE, designs.get("markers"), "keyed")
-    scripted = play(cfg, (10,), record=True)
+    scripted = play(cfg, (10,), Options(points=True))
     queue = replace(cfg, person="queue")
-    paused = play(queue, (10,), record=True)
+    paused = play(queue, (10,), Options(points=True))
     assert paused.status == "waiting" and paused.durable["process"] == 1
     done = resume(queue, paused.durable, {paused.question["id"]: paused.question["truth"]}, (10, "k", "l"), None,
                   depth=2)
@@ -322,7 +322,7 @@ def test_a_resumed_scenario_passes_the_points_of_the_scripted_restart():
 
 def test_a_resumed_scenario_s_timeline_shows_the_question_and_its_answer_where_it_was_asked():
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
-    paused = play(cfg, (10,), collect=True)
+    paused = play(cfg, (10,), Options(timeline=True))
     done = resume(cfg, paused.durable, {paused.question["id"]: True}, (10, "k", "l"), None)
     kinds = [e["kind"] for e in done.record.timeline]
     assert paused.timeline[-1]["kind"] == "question"
@@ -350,7 +350,7 @@ def test_replaying_a_twice_scenario_past_an_answer_gives_the_sweep_s_record():
     from agentcore.sweep import replay
 
     cfg = replace(next(c for c in table_configs(TRIAGE) if c.label == "real loop, keyless tracker"), person="queue")
-    paused = play(cfg, (10,), record=True, capture=True)
+    paused = play(cfg, (10,), Options(points=True, notes=True))
     assert paused.status == "waiting" and paused.durable["process"] == 1
     first = (10, "k", "l")
     chunk = resume(cfg, paused.durable, {paused.question["id"]: paused.question["truth"]}, first, None,

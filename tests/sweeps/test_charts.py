@@ -146,7 +146,7 @@ def test_first_second_hover_names_the_scenario_a_click_opens():
 
 def played(design, tracker, plan):
     job = jobs.load("triage")
-    p = agentsweep.play(agentsweep.Config(job, designs.get(design), tracker), plan, collect=True)
+    p = agentsweep.play(agentsweep.Config(job, designs.get(design), tracker), plan, agentsweep.Options(timeline=True))
     return p.timeline, json.loads(json.dumps(p.effects))  # as stored: through JSON
 
 

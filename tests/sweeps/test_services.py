@@ -384,7 +384,7 @@ def test_a_twice_scenario_past_an_answer_replays_its_timeline_through_the_answer
     assert sc.status == Scenario.Status.DONE and sc.timeline is None  # replayed on demand
     timeline = timelines.scenario_timeline(scenario_id=sc.pk)
     scripted = agentsweep.play(dataclasses.replace(sweep_configs.agent_config(sweep, 0), person="scripted"),
-                               (sc.first_point, sc.second_point), collect=True)
+                               (sc.first_point, sc.second_point), agentsweep.Options(timeline=True))
     assert [e for e in timeline if e["kind"] not in ("question", "answer")] == scripted.timeline
     sc.refresh_from_db()
     assert sc.effects == scripted.effects

@@ -27,8 +27,8 @@ from kombu.exceptions import KombuError
 from tqdm import tqdm
 
 from agentcore import jobs, report
-from agentcore.__main__ import add_sweep_commands
 from agentcore.checkpoint import CheckpointError
+from agentcore.cli import add_sweep_commands
 from sweeps import configs, replay, selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep

@@ -1,0 +1,159 @@
+"""Chunks: one first crash point of one configuration, its once scenario and its twice scenarios.
+
+Rules:
+- The uninterrupted run lists the first points. For each first point p: the once scenario crashes
+  at p and runs the restart to the end, listing the restart's points; at depth 2, for each of those
+  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end.
+- A twice scenario does not replay the crashed run: it starts its last process from the durable
+  state the once scenario's restart noted at q. A test checks this against crashing a full replay
+  at (p, q), scenario by scenario.
+- A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
+  the once scenario's restart reaches after an answer are crashed too: the resume says which
+  (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
+  answers to note their states.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcore.config import Config
+from agentcore.records import ScenarioRecord
+from agentcore.scenario import Options, Played, play
+from agentcore.state import Durable
+
+Point = tuple[int, str, str]  # a crash point: number (1-based), kind, label
+
+
+def _record(cfg: Config, p: Played, first: Point, second: Point | None) -> ScenarioRecord:
+    return ScenarioRecord(
+        job=cfg.job.name, design=cfg.design.name, tracker=cfg.tracker, runs=cfg.runs,
+        first_point=first[0], first_kind=first[1], first_label=first[2],
+        second_point=second[0] if second else None, second_kind=second[1] if second else None,
+        second_label=second[2] if second else None,
+        duplicates=p.duplicates, missing=p.missing, asks=p.asks, approvals=p.approvals,
+        model_calls=p.model_calls, calls_plus=p.model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
+        status=p.status, timeline=p.timeline, effects=p.effects,
+    )
+
+
+def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
+    """The crash points of the uninterrupted run, in order, as (kind, label)."""
+    p = play(cfg, (), Options(points=True), workdir)
+    if p.status != "done":
+        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
+    pts = p.processes[0].points
+    assert pts is not None
+    return pts
+
+
+@dataclass(slots=True)
+class Chunk:
+    """One first crash point of one configuration: its once scenario and its twice scenarios.
+
+    With `second_from`, a chunk made after an answer: only the twice scenarios at the points
+    second_from..second_to of the once scenario's restart, which it reaches with `answers`.
+    """
+
+    config: int  # index into the sweep's configurations
+    first: int
+    kind: str
+    label: str
+    second_from: int = 0
+    second_to: int = 0
+    answers: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    config: int
+    first: int
+    records: list[ScenarioRecord]
+    saves: int
+    # per waiting scenario (in records order): its question and durable state
+    waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+
+
+def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False) -> ChunkResult:
+    first = (chunk.first, chunk.kind, chunk.label)
+    later = chunk.second_from > 0
+    if later and depth != 2:
+        raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
+    # A later chunk plays its once scenario again (its record is stored already) only to note the
+    # states of its restart's points (with the timeline so far, when collecting).
+    once = play(cfg, (chunk.first,), Options(points=depth == 2, timeline=collect, notes=depth == 2), workdir,
+                answers=chunk.answers)
+    out = ChunkResult(chunk.config, chunk.first, [], 0)
+    if not later:
+        out.records.append(_record(cfg, once, first, None))
+        out.saves = once.saves
+        _keep_waiting(out, once)
+    if depth == 2 and once.restarts is not None:
+        restart = once.processes[1].points
+        assert restart is not None
+        lo, hi = (chunk.second_from, chunk.second_to) if later else (1, len(restart))
+        if hi > len(restart):
+            raise ValueError(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
+                             f"with these answers, not {hi}")
+        opts = Options(timeline=collect)
+        for q in range(lo, hi + 1):
+            (kind, label), state = restart[q - 1], once.restarts[q - 1]
+            twice = play(cfg, (), opts, workdir, start=state)
+            out.records.append(_record(cfg, twice, first, (q, kind, label)))
+            out.saves += twice.saves
+            _keep_waiting(out, twice)
+    return out
+
+
+def _keep_waiting(out: ChunkResult, p: Played) -> None:
+    if p.durable is not None and p.question is not None:
+        out.waiting.append((len(out.records) - 1, p.question, p.durable))
+
+
+@dataclass(slots=True)
+class Resumed:
+    record: ScenarioRecord  # the scenario after the answer: done, failed, or waiting again
+    played: Played
+    twice: tuple[int, int] | None  # restart points reached for the first time: (from, to), 1-based
+
+    def chunk(self, config: int) -> Chunk | None:
+        """The twice scenarios at the restart points this resume reached, as a chunk to run."""
+        if self.twice is None:
+            return None
+        r = self.record
+        return Chunk(config, r.first_point, r.first_kind, r.first_label, *self.twice, dict(self.played.answers or {}))
+
+
+def resume(cfg: Config, durable: Durable | dict[str, Any], answers: dict[str, bool], first: Point,
+           second: Point | None, workdir: str | None = None, depth: int = 1) -> Resumed:
+    """Continue a paused scenario from its durable state with the person's answers.
+
+    A stored state (a dict) is checked first (`Durable.from_dict`). At depth 2 a once scenario's
+    restart may reach points it had not reached before the pause; `Resumed.twice` says which, for
+    their twice scenarios to be crashed as a chunk of their own."""
+    state = durable if isinstance(durable, Durable) else Durable.from_dict(durable, "the durable state")
+    capture = depth == 2 and second is None
+    p = play(cfg, state.plan, Options(points=capture, timeline=True, notes=capture), workdir, state, answers)
+    swept = state.swept or 0
+    reached = len(p.restarts) if p.restarts is not None else 0
+    return Resumed(_record(cfg, p, first, second), p, (swept + 1, reached) if reached > swept else None)
+
+
+def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str, bool] | None = None,
+           once_answers: dict[str, bool] | None = None) -> Played:
+    """Play a scenario again, with its timeline and effects (sweeps are deterministic): crashed at
+    `first`, and in a twice scenario at `second` of the restart, with the answers its questions got.
+
+    A twice scenario starts its last process from the state noted at `second` of the once
+    scenario's restart, as the sweep started it: with a queue person that restart reaches
+    `second` with the once scenario's answers (`once_answers`), which are not the twice
+    scenario's own (an ask number can be both scenarios' with a different truth)."""
+    if second is None:
+        return play(cfg, (first,), Options(timeline=True), answers=answers)
+    once = play(cfg, (first,), Options(points=True, timeline=True, notes=True), answers=once_answers)
+    notes = once.restarts or []
+    if second > len(notes):
+        raise ValueError(f"{cfg.label}: the restart after point {first} reaches {len(notes)} points with these "
+                         f"answers, not {second}")
+    return play(cfg, (), Options(timeline=True), start=notes[second - 1], answers=answers)

@@ -1,0 +1,138 @@
+"""The command line (python -m agentcore): the table, one sweep, or a key. Parses arguments, calls
+the API, prints.
+
+Rules:
+- The argument definitions live here; `manage.py sweep` takes the same options of `table` and
+  `sweep` (`add_sweep_commands`), and `agentcore/__main__.py` only calls `main`.
+- Errors are one line on stderr and exit status 2; progress goes to stderr once a sweep has taken
+  more than a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+
+from agentcore import designs, jobs, keys, report, sweep
+from agentcore.checkpoint import CheckpointError
+from agentcore.jobs import JobError
+from agentcore.limits import MAX_SWEEP_DEPTH, SWEEP_DEPTHS
+from agentcore.world import MODES
+
+
+class Progress:
+    """A one-line progress display on stderr, shown only for work that takes over a second."""
+
+    def __init__(self, what: str, stream: object = None) -> None:
+        self.what = what
+        self.stream = stream or sys.stderr
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        elapsed = now - self.start
+        tty = getattr(self.stream, "isatty", lambda: False)()
+        # A terminal gets a line redrawn in place; a log gets a new line every few seconds.
+        if elapsed < 1.0 or (now - self.last < (0.2 if tty else 5.0) and done < total):
+            return
+        self.last = now
+        rate = done / elapsed
+        eta = (total - done) / rate if rate else 0.0
+        line = f"{self.what}: {done}/{total} chunks, {elapsed:.1f} s, about {eta:.0f} s left"
+        self.stream.write(f"\r{line} " if tty else line + "\n")
+        self.stream.flush()
+        self.shown = tty
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\n")
+
+
+def positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
+def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
+                       workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
+    """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
+
+    def common(s: argparse.ArgumentParser) -> None:
+        s.add_argument("--format", choices=report.FORMATS, default="text")
+        s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
+        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
+                       help="crash once, or once and again")
+        s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
+
+    t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
+    t.add_argument("--job", default="triage", help="a job file (default: the built-in triage job)")
+    common(t)
+    s = sub.add_parser("sweep", help="sweep one configuration and print its row")
+    s.add_argument("--job", default="triage", help="a job file, or 'triage'")
+    s.add_argument("--design", required=True, choices=list(designs.DESIGNS))
+    s.add_argument("--tracker", required=True, choices=list(MODES))
+    s.add_argument("--runs", type=positive, default=1, help="job runs in sequence against one tracker")
+    s.add_argument("--bug", action="append", default=[], choices=designs.BUGS, help="plant a bug (tests)")
+    common(s)
+    return [t, s]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
+    sub = p.add_subparsers(dest="command", required=True)
+    add_sweep_commands(sub)
+    k = sub.add_parser("key", help="the idempotency key of one call")
+    k.add_argument("run_id")
+    k.add_argument("call_id")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "key":
+            print(keys.key(args.run_id, args.call_id))
+            return 0
+        job = jobs.load(args.job)
+        if args.command == "table":
+            configs = sweep.table_configs(job)
+        else:
+            design = designs.get(args.design, tuple(args.bug))
+            configs = [sweep.Config(job, design, args.tracker, runs=args.runs)]
+        if args.records:
+            _check_writable(args.records)
+        progress = Progress("sweeping")
+        try:
+            result = sweep.sweep(configs, depth=args.depth, workers=args.workers,
+                                 collect=bool(args.records), progress=progress)
+        finally:
+            progress.close()
+        if args.records:
+            with open(args.records, "w") as f:
+                for rec in sweep.each_record(result):
+                    f.write(json.dumps(rec.to_dict()) + "\n")
+        sys.stdout.write(report.render(result.rows, args.format))
+        return 0
+    except (JobError, CheckpointError, ValueError, OSError) as e:
+        print(f"agentcore: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("agentcore: interrupted", file=sys.stderr)
+        return 130
+
+
+def _check_writable(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--records {path}: folder {folder} does not exist")

@@ -1,0 +1,212 @@
+"""Playing one scenario: processes one after another, each crashed by its plan, until one finishes.
+
+Rules:
+- A scenario plays processes one after another. Each process gets a crash plan (crash at its Nth
+  point, or never); on a crash everything the process held is dropped and the next process starts
+  from the checkpoint files and the surviving world (agentcore.state). Job runs already finished
+  are not run again (the scheduler knows them).
+- No replays: a crash keeps only the durable state (checkpoint files, world), so with
+  `Options.notes` the scenario's second process notes that state at each of its points (the files'
+  bytes are mirrored by the store, the world is a few small lists); a twice scenario starts its
+  last process from one of those notes.
+- Checkpoint files live in memory (checkpoint.MemoryFiles: a crash here is a killed process, and
+  what it wrote outlives it, as the page cache would), or in real files in `workdir`, without
+  fsync. Both give the same records.
+- A question for a queue person pauses the scenario. A paused process cannot wait, so what it
+  returns is the durable state the paused process started from (checkpoint files, world, its crash
+  plan) with the answers given so far; played again from there with an answer (deterministic: the
+  same state and answers give the same steps), it goes on as if the answer had come at once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from agentcore.checkpoint import FileCheckpoint, Files, MemoryFiles, OsFiles
+from agentcore.crash import Crash, CrashPlan
+from agentcore.loop import Loop, ToolGaveUp
+from agentcore.state import RESTART_TEXT, Durable, World
+from agentcore.world import QueuePerson, Suspended
+
+if TYPE_CHECKING:
+    from agentcore.config import Config
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a play keeps besides its tallies (each costs time, so each is asked for)."""
+
+    points: bool = False  # every process's crash points, as (kind, label)
+    timeline: bool = False  # the events as a timeline, and the tracker's effects at the end
+    notes: bool = False  # the durable state at each point of the scenario's second process
+
+
+@dataclass(slots=True)
+class Played:
+    """What one scenario did: the points of each process (when recorded) and the tallies."""
+
+    processes: list[CrashPlan]
+    crashes: list[Crash]
+    duplicates: int
+    missing: int
+    asks: int
+    approvals: int
+    model_calls: int
+    saves: int
+    status: str
+    timeline: list[dict[str, Any]] | None = None
+    effects: list[dict[str, Any]] | None = None
+    durable: dict[str, Any] | None = None  # set when a question suspended the scenario (the stored shape)
+    question: dict[str, Any] | None = None
+    restarts: list[Durable] | None = None  # the durable state at each point of process 2
+    answers: dict[str, bool] | None = None  # a queue person's answers to the asks made
+
+
+def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Options(), workdir: str | None = None,
+         start: Durable | None = None, answers: dict[str, bool] | None = None) -> Played:
+    """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
+
+    The checkpoint files are in memory, or in `workdir` when one is given. `start` continues from
+    a durable state (a paused scenario's, or a noted restart state) with more `answers`."""
+    return _Scenario(cfg, plan, options, workdir, start, answers).run()
+
+
+def _lay_out(disk: Files, paths: list[str], files: dict[str, str]) -> None:
+    """Put the files a crash would have left (checkpoints and temp files), and no others."""
+    for p in paths:
+        name = os.path.basename(p)
+        for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
+            if text is not None:
+                disk.write(f, text.encode())
+            else:
+                disk.remove(f)
+
+
+class _Scenario:
+    """One play of one scenario; `run` plays its processes (see `play`)."""
+
+    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "finished", "store", "restarts",
+                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start")
+
+    def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
+                 start: Durable | None, answers: dict[str, bool] | None) -> None:
+        self.cfg, self.options = cfg, options
+        self.disk: Files = MemoryFiles() if workdir is None else OsFiles(fsync=False)
+        self.paths = [os.path.join(workdir or "", f"run-{i + 1}.json") for i in range(cfg.runs)]
+        files = start.files if start is not None else {}
+        _lay_out(self.disk, self.paths, files)
+        log: list[tuple[str, str]] | None = [] if options.timeline else None
+        if start is None:
+            self.world, self.base = World.fresh(cfg, answers, log), 0
+        else:
+            self.world, self.base = World.restore(cfg, start, answers, log), start.process
+        self.plan = list(plan)
+        # checkpoint files of job runs that are over (they change no more)
+        self.finished = {n: files[n] for n in (os.path.basename(p) for p in self.paths[:self.world.seq])
+                         if n in files}
+        self.store: FileCheckpoint | None = None
+        self.restarts: list[Durable] | None = None
+        self.restart_hook = CrashPlan()
+        self.processes: list[CrashPlan] = []
+        self.crashes: list[Crash] = []
+        self.saves = 0
+        self.status = "done"
+        self.suspended: Suspended | None = None
+        self.pausable = isinstance(self.world.person, QueuePerson)
+        self.start: Durable | None = None  # what the current process started from (a pause resumes there)
+
+    def run(self) -> Played:
+        log = self.world.log
+        while True:
+            hook = self._next_process()
+            try:
+                self._run_jobs(hook)
+                break
+            except Crash as c:
+                self.crashes.append(c)
+                if log is not None:
+                    log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
+                    log.append(("restart", RESTART_TEXT))
+            except ToolGaveUp as e:
+                self.status = "failed"
+                if log is not None:
+                    log.append(("failed", str(e)))
+                break
+            except Suspended as s:  # the person logged the question
+                self.status = "waiting"
+                self.suspended = s
+                break
+        return self._played()
+
+    def _next_process(self) -> CrashPlan:
+        """The next process's crash plan; with notes, process 2 notes the state at each point."""
+        crash_at = self.plan.pop(0) if self.plan else None
+        hook = CrashPlan(crash_at, self.options.points)
+        number = self.base + len(self.processes)
+        if self.options.notes and number == 1:
+            self.restarts, self.restart_hook = [], hook
+            hook.on_point = self._note
+        if self.pausable:
+            rest = ([crash_at] if crash_at is not None else []) + self.plan
+            self.start = self.world.snapshot(self._files(), number, rest)
+        self.processes.append(hook)
+        return hook
+
+    def _run_jobs(self, hook: CrashPlan) -> None:
+        """One process: the job runs not finished yet, in sequence."""
+        cfg, w = self.cfg, self.world
+        while w.seq < cfg.runs:
+            self.store = store = FileCheckpoint(self.paths[w.seq], hook=hook, files=self.disk)
+            run_id = "run-1" if cfg.design.reuse_run_id else f"run-{w.seq + 1}"
+            try:
+                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, hook, run_id, w.seq, w.log).run()
+            finally:
+                self.saves += store.saves
+            if store.disk is not None:
+                self.finished[os.path.basename(store.path)] = store.disk.decode()
+            w.seq += 1
+
+    def _files(self) -> dict[str, str]:
+        """The checkpoint files (and temp files) on the disk now, by name."""
+        out = {}
+        for p in self.paths:
+            for f in (p, p + ".tmp"):
+                raw = self.disk.read(f)
+                if raw is not None:
+                    out[os.path.basename(f)] = raw.decode()
+        return out
+
+    def _note(self) -> None:
+        """The durable state at this point of process 2, as a crash here would leave it."""
+        store, hook = self.store, self.restart_hook
+        assert self.restarts is not None and store is not None
+        files = dict(self.finished)  # the store mirrors its file's bytes: no read needed
+        name = os.path.basename(store.path)
+        if store.disk is not None:
+            files[name] = store.disk.decode()
+        if store.pending is not None:
+            files[name + ".tmp"] = store.pending.decode()
+        state = self.world.snapshot(files, self.base + len(self.processes), [])
+        text = hook.points[-1][1] if hook.points else ""
+        state.crash = f"crash at point {hook.count} of this process: {text}"
+        self.restarts.append(state)
+
+    def _played(self) -> Played:
+        w = self.world
+        dups, missing = w.tracker.tally(self.cfg.expected)
+        played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
+                        self.saves, self.status)
+        played.restarts = self.restarts
+        played.answers = w.person.given()
+        if w.log is not None:
+            played.timeline = w.events()
+            played.effects = list(w.tracker.effects)
+        if self.suspended is not None and self.start is not None:
+            played.question = self.suspended.question
+            # "swept": the points of the second process noted before the pause, whose twice scenarios
+            # exist; the resume notes them again and hands on only those past them.
+            swept = len(self.restarts) if self.restarts is not None else 0
+            played.durable = replace(self.start, answers=w.person.given(), swept=swept).to_dict()
+        return played
