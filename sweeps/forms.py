@@ -45,7 +45,7 @@ def unstorable(value: Any, where: str = "file") -> str | None:
     A NUL character (PostgreSQL text and jsonb refuse it), a lone surrogate (not UTF-8: neither
     database nor page can encode it). NaN and infinities never get here: agentcore's job parser
     refuses them.
-    The job's nesting is bounded (agentcore.jobs.MAX_DEPTH), so the recursion is too."""
+    The job's nesting is bounded (agentcore.limits.MAX_NESTING), so the recursion is too."""
     if isinstance(value, str):
         if "\x00" in value:
             return f"{where}: contains a NUL character (\\u0000)"

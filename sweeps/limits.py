@@ -3,17 +3,18 @@
 Rules:
 - A number that bounds input, work or waiting lives here, named for what it bounds; the modules that
   use it import it. Nothing else writes a bound as a literal.
-- agentcore's own bounds stay in agentcore (`agentcore.jobs.MAX_BYTES`, `MAX_DEPTH` = JSON nesting,
-  `MAX_CALLS`); the dashboard's are at most as wide.
+- agentcore's own bounds stay in agentcore.limits (job size, JSON nesting, calls, sweep depths, runs);
+  the dashboard takes them from there, or narrows them here (runs) saying why.
 """
 
 from __future__ import annotations
 
+from agentcore import limits as agentlimits
+
 # --- what a launch may ask for -----------------------------------------------------------------
 
-# Crash depth: 1 (crash once) or 2 (crash once, then again in the restart). Not to be confused with
-# agentcore.jobs.MAX_DEPTH, the nesting bound of a job file's JSON.
-MAX_SWEEP_DEPTH = 2
+# Crash depth: 1 (crash once) or 2 (crash once, then again in the restart).
+MAX_SWEEP_DEPTH = agentlimits.MAX_SWEEP_DEPTH
 # Job runs in sequence. agentcore's CLI takes up to 100; the dashboard stops at 10: a 10-run table is
 # about 814,000 scenario rows already (the planned size shows it before launching).
 MAX_RUNS = 10
@@ -24,8 +25,8 @@ MAX_CHUNKS = 5000
 # A sweep's name and notes (the person's words), and a configuration's name.
 MAX_NAME = 200
 MAX_NOTES = 10_000
-# Job file uploads larger than this are refused by the form (agentcore refuses past jobs.MAX_BYTES too).
-MAX_JOB_BYTES = 1_000_000
+# Job file uploads larger than this are refused by the form, as agentcore's parser refuses them.
+MAX_JOB_BYTES = agentlimits.MAX_JOB_BYTES
 # Truncation of stored strings to their columns' sizes (models.py declares the same sizes).
 KIND_CHARS = 40
 LABEL_CHARS = 300
