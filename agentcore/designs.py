@@ -29,6 +29,7 @@ class Design:
     marker_after_call: bool = False
     skip_failed: bool = False
     reuse_run_id: bool = False
+    proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
 
 
 _LOOP = Design("loop", "real loop", save_reply=True, keys=True, markers=True, save_results=True,
@@ -45,7 +46,7 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
     replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
 )}
 
-BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "reuse_run_id")
+BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "reuse_run_id", "proposed_run_id")
 
 
 def get(name: str, bugs: tuple[str, ...] = ()) -> Design:

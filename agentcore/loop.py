@@ -20,7 +20,8 @@ counts):
   while the decision is unsaved), then saves the decision, which is also its attempt marker
   (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
   decision per request, is not asked twice.
-- The key of a call is key(run ID, call ID); the run ID is made once per run and saved at start.
+- The key of a call is key(run ID, call ID). Each process proposes a run ID of its own; only a
+  fresh run takes it and saves it at start: a run ID read from the checkpoint continues its run.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class Loop:
 
     def __init__(self, design: Design, job: Job, store: Store, server: ToolServer, model: ScriptedModel,
                  person: Person, hook: Hook, run_id: str, seq: int = 0,
-                 log: list[tuple[str, str]] | None = None) -> None:
+                 log: list[tuple[str, str]] | None = None, process: int = 1) -> None:
         self.design = design
         self.job = job
         self.store = store
@@ -54,7 +55,8 @@ class Loop:
         self.model = model
         self.person = person
         self.hook = hook
-        self.new_run_id = run_id
+        self.new_run_id = run_id  # this process's proposal: used only when there is no checkpoint
+        self.process = process  # this process's number in the scenario (1: the first), for the timeline
         self.seq = seq
         self.log = log
         self.honours_keys = server.tracker.mode == "keyed"
@@ -63,17 +65,9 @@ class Loop:
 
     def run(self) -> str | None:
         """Run to the final answer; None if the checkpoint says the run was already done."""
-        state = self.store.load()
-        if state is not None and state.get("done"):
-            self._log("start", "checkpoint says done: nothing to do")
-            return None
+        state = self._start()
         if state is None:
-            state = {"run_id": self.new_run_id, "done": False, "turns": []}
-            self._log("start", f"fresh run {state['run_id']}")
-        else:
-            self._log("start", f"resumed run {state['run_id']} at turn {len(state['turns'])}")
-        self.state = state
-        self._save("start")
+            return None
         if self.design.real_loop:
             turn = self._open_turn()
             if turn is not None:
@@ -114,6 +108,25 @@ class Loop:
             if self.design.turn_save:
                 turn["closed"] = True
                 self._save(f"turn {len(state['turns'])}")
+
+    def _start(self) -> dict[str, Any] | None:
+        """Load the checkpoint and save "start"; None if it says the run is done. Only a run ID
+        read from the checkpoint continues a run: this process's proposal starts a fresh one."""
+        state = self.store.load()
+        where = f" (process {self.process})"
+        if state is not None and state.get("done"):
+            self._log("start", "checkpoint says done: nothing to do" + where)
+            return None
+        if state is None:
+            state = {"run_id": self.new_run_id, "done": False, "turns": []}
+            self._log("start", f"fresh run {state['run_id']}{where}")
+        else:
+            if self.design.proposed_run_id:  # planted bug: the proposal replaces the saved run ID
+                state["run_id"] = self.new_run_id
+            self._log("start", f"resumed run {state['run_id']} at turn {len(state['turns'])}{where}")
+        self.state = state
+        self._save("start")
+        return state
 
     def _open_turn(self) -> dict[str, Any] | None:
         turns = self.state["turns"]

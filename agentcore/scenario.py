@@ -4,7 +4,9 @@ Rules:
 - A scenario plays processes one after another. Each process gets a crash plan (crash at its Nth
   point, or never); on a crash everything the process held is dropped and the next process starts
   from the checkpoint files and the surviving world (agentcore.state). Job runs already finished
-  are not run again (the scheduler knows them).
+  are not run again (the scheduler knows them). Each process is a new identity: it proposes a run
+  ID of its own (`proposed_run_id`), which only a fresh job run takes, and its timeline says its
+  number (1: the scenario's first; a durable state carries the number of the process it is for).
 - No replays: a crash keeps only the durable state (checkpoint files, world), so with
   `Options.notes` the scenario's second process notes that state at each of its points (the files'
   bytes are mirrored by the store, the world is a few small lists); a twice scenario starts its
@@ -71,6 +73,18 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
     The checkpoint files are in memory, or in `workdir` when one is given. `start` continues from
     a durable state (a paused scenario's, or a noted restart state) with more `answers`."""
     return _Scenario(cfg, plan, options, workdir, start, answers).run()
+
+
+def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
+    """The run ID process `process` (1: the scenario's first) proposes for job run `seq` (0-based).
+
+    Every process proposes its own, as a real new process would; only a fresh run takes it (a run
+    ID read from the checkpoint continues its run). The first process's is `run-{seq + 1}`, so an
+    uninterrupted run sends the same keys as ever; a restart's is `run-{seq + 1}.p{process}`. The
+    planted bug `reuse_run_id` proposes `run-1` for every job run of every process."""
+    if cfg.design.reuse_run_id:
+        return "run-1"
+    return f"run-{seq + 1}" if process == 1 else f"run-{seq + 1}.p{process}"
 
 
 def _lay_out(disk: Files, paths: list[str], files: dict[str, str]) -> None:
@@ -157,11 +171,13 @@ class _Scenario:
     def _run_jobs(self, hook: CrashPlan) -> None:
         """One process: the job runs not finished yet, in sequence."""
         cfg, w = self.cfg, self.world
+        number = self.base + len(self.processes)  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
             self.store = store = FileCheckpoint(self.paths[w.seq], hook=hook, files=self.disk)
-            run_id = "run-1" if cfg.design.reuse_run_id else f"run-{w.seq + 1}"
+            run_id = proposed_run_id(cfg, w.seq, number)
             try:
-                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, hook, run_id, w.seq, w.log).run()
+                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, hook, run_id, w.seq, w.log,
+                     number).run()
             finally:
                 self.saves += store.saves
             if store.disk is not None:
