@@ -8,8 +8,8 @@ Rules:
   in order, so a sweep gives the same records with any number of workers, every time.
 - Checkpoint files live in memory, or with `disk="files"` in real files in a RAM-backed temp dir
   when there is one, without fsync. Both give the same records.
-- This module is also the dashboard's entry point: the names it used before the split (`Config`,
-  `Chunk`, `run_chunk`, `play` with its keyword flags, ...) are importable from here.
+- This module is also the dashboard's entry point: the names it uses (`Config`, `Chunk`,
+  `run_chunk`, `play` with its `Options`, ...) are importable from here.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
                collect: bool = False, disk: str = "memory") -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order."""
     if depth not in SWEEP_DEPTHS:
-        raise ValueError(f"depth must be 1 or 2, not {depth}")
+        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
         raise ValueError(f"workers must be at least 1, not {workers}")
     with Workdir(disk) as base:

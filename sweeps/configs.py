@@ -22,8 +22,9 @@ from agentcore import designs
 from agentcore import sweep as agentsweep
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
+from agentcore.limits import SWEEP_DEPTHS
 from agentcore.world import MODES
-from sweeps.limits import MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SWEEP_DEPTH
+from sweeps.limits import MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS
 from sweeps.models import Sweep
 
 
@@ -34,11 +35,9 @@ def builtin_job_source(name: str = "triage") -> str:
     return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text(encoding="utf-8")
 
 
-def table_configs_for(job: Job | None = None) -> list[dict[str, str]]:
-    """The chapter's table as config dicts: its 11 rows (the preset of the launch form).
-
-    The rows do not depend on the job; `job` is accepted so a caller can say which job it is for.
-    """
+def table_configs_for() -> list[dict[str, str]]:
+    """The chapter's table as config dicts: its 11 rows (the preset of the launch form; the rows do
+    not depend on the job)."""
     return [{"name": name, "design": d, "tracker": t} for name, d, t in agentsweep.TABLE]
 
 
@@ -107,7 +106,8 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
         job = parse_job(job_source, source_name)
     except JobError as e:
         raise ValidationError(str(e), code="job") from None
-    check(type(depth) is int and 1 <= depth <= MAX_SWEEP_DEPTH, f"depth must be 1 or 2, not {depth!r}")
+    check(type(depth) is int and depth in SWEEP_DEPTHS,
+          f"depth must be {' or '.join(map(str, SWEEP_DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
     return job

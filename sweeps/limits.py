@@ -13,8 +13,7 @@ from agentcore import limits as agentlimits
 
 # --- what a launch may ask for -----------------------------------------------------------------
 
-# Crash depth: 1 (crash once) or 2 (crash once, then again in the restart).
-MAX_SWEEP_DEPTH = agentlimits.MAX_SWEEP_DEPTH
+# Crash depth: agentcore.limits.SWEEP_DEPTHS (1: crash once; 2: and again in the restart).
 # Job runs in sequence. agentcore's CLI takes up to 100; the dashboard stops at 10: a 10-run table is
 # about 814,000 scenario rows already (the planned size shows it before launching).
 MAX_RUNS = 10

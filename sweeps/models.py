@@ -201,10 +201,11 @@ class Question(models.Model):
         ordering = ["created_at", "id"]
 
 
-def take(model: type[Sweep | Scenario | Question], pk: int, to: str, *, sources: Iterable[str] | None = None,
-         **fields: Any) -> bool:
-    """Move row `pk` of `model` to status `to` (and set `fields` with it) if its status is one of
-    `sources` (default: every source the model's EDGES lets reach `to`); whether it moved.
+def take(model: type[Sweep | Scenario | Question], pk: int | list[int], to: str, *,
+         sources: Iterable[str] | None = None, **fields: Any) -> bool:
+    """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with
+    it) if its status is one of `sources` (default: every source the model's EDGES lets reach `to`);
+    whether any moved.
 
     One conditional UPDATE, so of two racing writers one takes the edge. Raises IllegalTransition
     if an edge sources -> to is not in the table."""
@@ -213,4 +214,5 @@ def take(model: type[Sweep | Scenario | Question], pk: int, to: str, *, sources:
     illegal = [s for s in froms if to not in edges.get(s, frozenset())]
     if illegal or not froms:
         raise IllegalTransition(f"{model.__name__}.status: no edge {', '.join(illegal) or '(nothing)'} -> {to}")
-    return bool(model.objects.filter(pk=pk, status__in=froms).update(status=to, **fields))
+    rows = model.objects.filter(pk__in=pk) if isinstance(pk, list) else model.objects.filter(pk=pk)
+    return bool(rows.filter(status__in=froms).update(status=to, **fields))

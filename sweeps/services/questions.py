@@ -26,17 +26,26 @@ def question_answer(*, question_id: int, user: Any, happened: bool) -> tuple[Que
                    answered_by=user if getattr(user, "pk", None) else None, answered_at=timezone.now())
         question.refresh_from_db()
         if won:
-            transaction.on_commit(lambda: taskqueue.enqueue(question.sweep, question_ids=[question_id]))
+            sweep = Sweep(pk=question.sweep_id)  # enqueue needs its ID only, not the job's text
+            transaction.on_commit(lambda: taskqueue.enqueue(sweep, question_ids=[question_id]))
     return question, won
 
 
 def questions_answer_truthfully(*, sweep_id: int, user: Any) -> int:
-    """Answer every open question of the sweep with what the tracker's records say; how many."""
-    n = 0
-    for qid, truth in Question.objects.filter(sweep_id=sweep_id, status=Question.Status.OPEN).values_list(
-            "pk", "truth"):
-        n += question_answer(question_id=qid, user=user, happened=bool(truth))[1]
-    return n
+    """Answer every open question of the sweep with what the tracker's records say, in one
+    transaction (two UPDATEs: the "it happened" ones and the others) and one publish; how many."""
+    with transaction.atomic():
+        rows = list(Question.objects.select_for_update().filter(sweep_id=sweep_id, status=Question.Status.OPEN)
+                    .values_list("pk", "truth"))
+        now, who = timezone.now(), user if getattr(user, "pk", None) else None
+        for happened in (True, False):
+            pks = [pk for pk, truth in rows if bool(truth) == happened]
+            if pks:
+                take(Question, pks, Question.Status.ANSWERED, answer=happened, answered_by=who, answered_at=now)
+        if rows:
+            ids = [pk for pk, _ in rows]  # locked while open: every one of them moved
+            transaction.on_commit(lambda: taskqueue.enqueue(Sweep(pk=sweep_id), question_ids=ids))
+    return len(rows)
 
 
 def _points(sc: Scenario) -> tuple[tuple[int, str, str], tuple[int, str, str] | None]:

@@ -65,7 +65,7 @@ def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 20
 def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
     """The configurations a valid launch form asks for."""
     if data["preset"] == "table":
-        return configs.table_configs_for(data["job_obj"])
+        return configs.table_configs_for()
     return configs.configs_for(data["designs"], data["trackers"])
 
 

@@ -88,6 +88,11 @@ def test_design_first_cells_name_their_kind():
 def test_kind_codes_are_one_per_crash_point_kind():
     assert set(charts.KIND_CODES) == {k.value for k in Kind}
     assert len(set(charts.KIND_CODES.values())) == len(Kind)
+    # The codes the legend and the README name, spelled out (the mapping above is built from them).
+    assert {k: charts.KIND_CODES[k] for k in ("tracker-accepted", "save-half-done", "save-renamed",
+                                               "reply-arrived", "approval-pending")} == {
+        "tracker-accepted": "TA", "save-half-done": "SH", "save-renamed": "SR", "reply-arrived": "RA",
+        "approval-pending": "AP"}
 
 
 def test_a_big_map_leaves_the_cells_without_text():

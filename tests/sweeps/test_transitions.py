@@ -31,7 +31,8 @@ def taken(monkeypatch) -> Iterator[set[tuple[str, str, str]]]:
     edges: set[tuple[str, str, str]] = set()
 
     def spy(model, pk, to, **kw):
-        before = model.objects.filter(pk=pk).values_list("status", flat=True).first()
+        rows = model.objects.filter(pk__in=pk) if isinstance(pk, list) else model.objects.filter(pk=pk)
+        before = rows.values_list("status", flat=True).first()
         moved = take(model, pk, to, **kw)
         if moved:
             edges.add((model.__name__, str(before), str(to)))
