@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from agentcore import designs, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
 from agentcore.jobs import JobError
 from agentcore.limits import MAX_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.world import MODES
@@ -74,6 +75,11 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
         s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
                        help="crash once, or once and again")
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
+        s.add_argument("--crash-model", choices=CRASH_MODELS, default="panic",
+                       help="what a crash leaves of the checkpoint files (default panic)")
+        s.add_argument("--fsync", choices=("on", "off"), default="on", help="the store syncs its files (default on)")
+        s.add_argument("--tracker-fault", choices=TRACKER_FAULTS, default="none",
+                       help="crash: the tracker can crash too (default none)")
 
     t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
     t.add_argument("--job", default="triage", help="a job file (default: the built-in triage job)")
@@ -105,11 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(keys.key(args.run_id, args.call_id))
             return 0
         job = jobs.load(args.job)
+        conditions = {"crash_model": args.crash_model, "fsync": args.fsync == "on",
+                      "tracker_fault": args.tracker_fault}
         if args.command == "table":
-            configs = sweep.table_configs(job)
+            configs = sweep.table_configs(job, **conditions)
         else:
             design = designs.get(args.design, tuple(args.bug))
-            configs = [sweep.Config(job, design, args.tracker, runs=args.runs)]
+            configs = [sweep.Config(job, design, args.tracker, runs=args.runs, **conditions)]
         if args.records:
             _check_writable(args.records)
         progress = Progress("sweeping")

@@ -3,9 +3,12 @@
 Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
-  once and truthfully; queue: the dashboard's people).
+  once and truthfully; queue: the dashboard's people), under a crash model (agentcore.disk: what
+  a crash leaves of the checkpoint files), with the store's fsync on or off, and a tracker that
+  never crashes or can crash (`tracker_fault`).
 - The table's rows are named as the chapter names them; a design and tracker mode the table has
-  not are named "DESIGN, MODE tracker".
+  not are named "DESIGN, MODE tracker". The crash model, fsync and tracker fault are not part of
+  the name: a table is swept under one of each, and says which (`conditions`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from agentcore.limits import MAX_RUNS, MIN_RUNS
 from agentcore.world import Tracker
 
 PERSONS = ("scripted", "queue")
+CRASH_MODELS = ("panic", "power-cut", "kill")
+TRACKER_FAULTS = ("none", "crash")
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -50,6 +55,9 @@ class Config:
     runs: int = 1
     person: str = "scripted"
     name: str = ""
+    crash_model: str = "panic"
+    fsync: bool = True
+    tracker_fault: str = "none"
 
     @property
     def expected(self) -> list[tuple[int, str]]:
@@ -62,11 +70,31 @@ class Config:
             raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
         if self.person not in PERSONS:
             raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
+        if self.crash_model not in CRASH_MODELS:
+            raise ValueError(f"unknown crash model {self.crash_model!r} (choose from {', '.join(CRASH_MODELS)})")
+        if self.tracker_fault not in TRACKER_FAULTS:
+            raise ValueError(f"unknown tracker fault {self.tracker_fault!r} "
+                             f"(choose from {', '.join(TRACKER_FAULTS)})")
 
     @property
     def label(self) -> str:
         return self.name or config_name(self.design.name, self.tracker)
 
 
-def table_configs(job: Job) -> list[Config]:
-    return [Config(job, designs.get(d), t, name=name) for name, d, t in TABLE]
+    @property
+    def conditions(self) -> str:
+        """The crash model, fsync and tracker fault in words, e.g. "power-cut, fsync off"."""
+        return conditions(self.crash_model, self.fsync, self.tracker_fault)
+
+
+def conditions(crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none") -> str:
+    words = [crash_model, f"fsync {'on' if fsync else 'off'}"]
+    if tracker_fault != "none":
+        words.append(f"tracker fault: {tracker_fault}")
+    return ", ".join(words)
+
+
+def table_configs(job: Job, crash_model: str = "panic", fsync: bool = True,
+                  tracker_fault: str = "none") -> list[Config]:
+    return [Config(job, designs.get(d), t, name=name, crash_model=crash_model, fsync=fsync,
+                   tracker_fault=tracker_fault) for name, d, t in TABLE]

@@ -4,7 +4,8 @@ Rules: the first five are the chapter's simplified designs, each keeping the per
 ending with a done save; the real loop has no per-turn save and returns its final answer without a
 save, saves twice at start ("started", then "pending calls settled") and settles pending markers in
 between. The two harder situations are the real loop with a flaky tool server or an approval gate.
-Planted bugs are flags too, so a test can show that the sweep catches each of them.
+Planted bugs are flags too, so a test can show that the sweep catches each of them; the last four
+(`STORE_BUGS`) are bugs of the checkpoint store the design saves through.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ class Design:
     skip_failed: bool = False
     reuse_run_id: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
+    # planted bugs of the checkpoint store (agentcore.checkpoint)
+    write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
+    remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
+    skip_file_fsync: bool = False  # renames the temp file without syncing it first
+    skip_dir_fsync: bool = False  # never syncs the folder after the rename
 
 
 _LOOP = Design("loop", "real loop", save_reply=True, keys=True, markers=True, save_results=True,
@@ -46,7 +52,9 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
     replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
 )}
 
-BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "reuse_run_id", "proposed_run_id")
+BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "reuse_run_id", "proposed_run_id",
+        "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
+STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 
 def get(name: str, bugs: tuple[str, ...] = ()) -> Design:
