@@ -22,10 +22,19 @@ class Kind(StrEnum):
     TOOL_FAILED = "tool-failed"
     LOOKUP_ANSWERED = "lookup-answered"
     RESULT_SAVED = "result-saved"
-    SAVE_HALF_DONE = "save-half-done"
+    SAVE_HALF_DONE = "save-half-done"  # after the save's write
+    SAVE_SYNCED = "save-synced"  # after the fsync of the written file
+    SAVE_REMOVED = "save-removed"  # after an unlink
     SAVE_RENAMED = "save-renamed"
+    SAVE_DIR_SYNCED = "save-dir-synced"  # after the fsync of the folder
     APPROVAL_PENDING = "approval-pending"
     DECISION_SAVED = "decision-saved"
+
+
+# The points a file operation of a save makes (agentcore.disk: each one's crash may leave the disk
+# in several states, and a state the save's previous point offered is not offered again).
+FILE_KINDS = frozenset({Kind.SAVE_HALF_DONE, Kind.SAVE_SYNCED, Kind.SAVE_REMOVED, Kind.SAVE_RENAMED,
+                        Kind.SAVE_DIR_SYNCED})
 
 
 def label(kind: str, detail: str) -> str:

@@ -11,9 +11,15 @@ Rules:
   `Options.notes` the scenario's second process notes that state at each of its points (the files'
   bytes are mirrored by the store, the world is a few small lists); a twice scenario starts its
   last process from one of those notes.
-- Checkpoint files live in memory (checkpoint.MemoryFiles: a crash here is a killed process, and
-  what it wrote outlives it, as the page cache would), or in real files in `workdir`, without
-  fsync. Both give the same records.
+- Checkpoint files live on the configuration's crash model's disk (agentcore.disk): in memory
+  under panic (what a killed process wrote outlives it, as the page cache would) or in real files
+  in `workdir` (the same records); a power-cut disk in memory. Every point passes through
+  `_point`, which asks the disk what a crash there may leave: each state is a point of its own
+  (the label says how the state differs, e.g. "[power cut: run-1.json empty]"), and a crash at it
+  resets the disk to that state. Notes and pauses take the files from the disk, never from the
+  store's memory of what it wrote.
+- A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
+  scenario's status is "corrupt", and the effects the job had not made yet count as missing.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
   plan) with the answers given so far; played again from there with an answer (deterministic: the
@@ -23,11 +29,15 @@ Rules:
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore.checkpoint import FileCheckpoint, Files, MemoryFiles, OsFiles
-from agentcore.crash import Crash, CrashPlan
+from agentcore import kill
+from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
+from agentcore.crash import FILE_KINDS, Crash, CrashPlan
+from agentcore.disk import MemoryFiles, PowerCutDisk, State, ram_dir
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World
 from agentcore.world import QueuePerson, Suspended
@@ -72,7 +82,11 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
 
     The checkpoint files are in memory, or in `workdir` when one is given. `start` continues from
     a durable state (a paused scenario's, or a noted restart state) with more `answers`."""
-    return _Scenario(cfg, plan, options, workdir, start, answers).run()
+    folder = _Folder(cfg, workdir)
+    try:
+        return _Scenario(cfg, plan, options, folder.path, start, answers).run()
+    finally:
+        folder.close()
 
 
 def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
@@ -87,8 +101,31 @@ def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
     return f"run-{seq + 1}" if process == 1 else f"run-{seq + 1}.p{process}"
 
 
-def _lay_out(disk: Files, paths: list[str], files: dict[str, str]) -> None:
+def _disk(cfg: Config, workdir: str | None, paths: list[str]) -> MemoryFiles | PowerCutDisk | OsFiles:
+    if cfg.crash_model == "power-cut":
+        return PowerCutDisk(read=paths)
+    return MemoryFiles() if workdir is None else OsFiles()
+
+
+class _Folder:
+    """The workdir a scenario's files go in: the one given, or under kill (which needs real files)
+    a temp dir of its own, RAM-backed when possible, removed at the end."""
+
+    def __init__(self, cfg: Config, workdir: str | None) -> None:
+        self.own = workdir is None and cfg.crash_model == "kill"
+        self.path = tempfile.mkdtemp(prefix="agentcore-kill-", dir=ram_dir()) if self.own else workdir
+
+    def close(self) -> None:
+        if self.own and self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _lay_out(disk: MemoryFiles | OsFiles, paths: list[str], files: dict[str, str]) -> None:
     """Put the files a crash would have left (checkpoints and temp files), and no others."""
+    if not isinstance(disk, OsFiles):
+        folder = os.path.dirname(paths[0]) if paths else ""
+        disk.reset({os.path.join(folder, name): text.encode() for name, text in files.items()})
+        return
     for p in paths:
         name = os.path.basename(p)
         for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
@@ -101,14 +138,14 @@ def _lay_out(disk: Files, paths: list[str], files: dict[str, str]) -> None:
 class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
-    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "finished", "store", "restarts",
-                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start")
+    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "store", "restarts", "hook", "at",
+                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
         self.cfg, self.options = cfg, options
-        self.disk: Files = MemoryFiles() if workdir is None else OsFiles(fsync=False)
         self.paths = [os.path.join(workdir or "", f"run-{i + 1}.json") for i in range(cfg.runs)]
+        self.disk = _disk(cfg, workdir, self.paths)
         files = start.files if start is not None else {}
         _lay_out(self.disk, self.paths, files)
         log: list[tuple[str, str]] | None = [] if options.timeline else None
@@ -117,9 +154,9 @@ class _Scenario:
         else:
             self.world, self.base = World.restore(cfg, start, answers, log), start.process
         self.plan = list(plan)
-        # checkpoint files of job runs that are over (they change no more)
-        self.finished = {n: files[n] for n in (os.path.basename(p) for p in self.paths[:self.world.seq])
-                         if n in files}
+        self.hook = CrashPlan()  # the current process's
+        self.at: State | None = None  # the disk a crash at the current point leaves (None: as it is)
+        self.remote: Any = None  # under kill, in the child: the pipe to the parent
         self.store: FileCheckpoint | None = None
         self.restarts: list[Durable] | None = None
         self.restart_hook = CrashPlan()
@@ -134,12 +171,18 @@ class _Scenario:
     def run(self) -> Played:
         log = self.world.log
         while True:
-            hook = self._next_process()
+            self._next_process()
             try:
-                self._run_jobs(hook)
+                if self.cfg.crash_model == "kill":
+                    kill.run_process(self)
+                else:
+                    self.run_jobs()
                 break
             except Crash as c:
                 self.crashes.append(c)
+                if self.at is not None:
+                    self.disk.reset(self.at)
+                    self.at = None
                 if log is not None:
                     log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
                     log.append(("restart", RESTART_TEXT))
@@ -152,9 +195,14 @@ class _Scenario:
                 self.status = "waiting"
                 self.suspended = s
                 break
+            except CheckpointError as e:
+                self.status = "corrupt"
+                if log is not None:
+                    log.append(("corrupt", f"the restart cannot read its checkpoint: {e}"))
+                break
         return self._played()
 
-    def _next_process(self) -> CrashPlan:
+    def _next_process(self) -> None:
         """The next process's crash plan; with notes, process 2 notes the state at each point."""
         crash_at = self.plan.pop(0) if self.plan else None
         hook = CrashPlan(crash_at, self.options.points)
@@ -166,45 +214,47 @@ class _Scenario:
             rest = ([crash_at] if crash_at is not None else []) + self.plan
             self.start = self.world.snapshot(self._files(), number, rest)
         self.processes.append(hook)
-        return hook
+        self.hook = hook
 
-    def _run_jobs(self, hook: CrashPlan) -> None:
+    def run_jobs(self) -> None:
         """One process: the job runs not finished yet, in sequence."""
         cfg, w = self.cfg, self.world
         number = self.base + len(self.processes)  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
-            self.store = store = FileCheckpoint(self.paths[w.seq], hook=hook, files=self.disk)
+            point = self.point
+            self.store = store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
             run_id = proposed_run_id(cfg, w.seq, number)
             try:
-                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, hook, run_id, w.seq, w.log,
+                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, point, run_id, w.seq, w.log,
                      number).run()
             finally:
                 self.saves += store.saves
-            if store.disk is not None:
-                self.finished[os.path.basename(store.path)] = store.disk.decode()
             w.seq += 1
+            if self.remote is not None:
+                self.remote.send(("run-finished",))
+
+    def point(self, kind: str, detail: str) -> None:
+        """A crash point: one for each state a crash here may leave (agentcore.disk)."""
+        for variant, files in self.disk.crash_states(kind in FILE_KINDS):
+            self.at = files
+            self.hook(kind, detail + variant)
+        self.at = None
 
     def _files(self) -> dict[str, str]:
-        """The checkpoint files (and temp files) on the disk now, by name."""
-        out = {}
-        for p in self.paths:
-            for f in (p, p + ".tmp"):
-                raw = self.disk.read(f)
-                if raw is not None:
-                    out[os.path.basename(f)] = raw.decode()
-        return out
+        """The checkpoint files (and temp files) a crash now leaves, by name."""
+        files = self.at if self.at is not None else self._on_disk()
+        return {os.path.basename(p): raw.decode() for p, raw in files.items()}
+
+    def _on_disk(self) -> State:
+        if isinstance(self.disk, OsFiles):
+            return {f: raw for p in self.paths for f in (p, p + ".tmp") if (raw := self.disk.read(f)) is not None}
+        return self.disk.files()
 
     def _note(self) -> None:
         """The durable state at this point of process 2, as a crash here would leave it."""
-        store, hook = self.store, self.restart_hook
-        assert self.restarts is not None and store is not None
-        files = dict(self.finished)  # the store mirrors its file's bytes: no read needed
-        name = os.path.basename(store.path)
-        if store.disk is not None:
-            files[name] = store.disk.decode()
-        if store.pending is not None:
-            files[name + ".tmp"] = store.pending.decode()
-        state = self.world.snapshot(files, self.base + len(self.processes), [])
+        hook = self.restart_hook
+        assert self.restarts is not None
+        state = self.world.snapshot(self._files(), self.base + len(self.processes), [])
         text = hook.points[-1][1] if hook.points else ""
         state.crash = f"crash at point {hook.count} of this process: {text}"
         self.restarts.append(state)

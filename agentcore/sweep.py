@@ -24,16 +24,12 @@ from typing import Any
 
 from agentcore.chunks import Chunk, ChunkResult, Resumed, points, replay, resume, run_chunk
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
+from agentcore.disk import ram_dir
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.scenario import Options, Played, play
 
 DISKS = ("memory", "files")
-
-
-def ram_dir() -> str | None:
-    d = "/dev/shm"
-    return d if os.path.isdir(d) and os.access(d, os.W_OK) else None
 
 
 class Workdir:

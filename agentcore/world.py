@@ -210,6 +210,9 @@ class Suspended(Exception):
         super().__init__(f"waiting for an answer about {question['call']['tool']} {question['call']['id']}")
         self.question = question
 
+    def __reduce__(self) -> tuple[type[Suspended], tuple[dict[str, Any]]]:
+        return Suspended, (self.question,)  # it crosses a pipe under the kill crash model
+
 
 class QueuePerson(_Approver):
     """A person reached through a queue: an unanswered question suspends the scenario.

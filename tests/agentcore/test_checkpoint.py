@@ -29,12 +29,22 @@ def test_crash_between_write_and_rename_keeps_the_old_state(tmp_path):
     assert FileCheckpoint(path).load() == STATE
 
 
-def test_leftover_temp_file_is_removed_on_load(tmp_path):
+def test_leftover_temp_file_is_ignored_on_load_and_truncated_by_the_next_save(tmp_path):
     path = str(tmp_path / "c.json")
     with open(path + ".tmp", "w") as f:
-        f.write('{"half')
-    assert FileCheckpoint(path).load() is None
+        f.write('{"half' + " " * 100)
+    store = FileCheckpoint(path)
+    assert store.load() is None
+    assert os.path.exists(path + ".tmp")  # a load only reads
+    store.save(STATE, "start")
     assert not os.path.exists(path + ".tmp")
+    assert store.load() == STATE
+
+
+def test_save_with_fsync_has_a_point_after_each_file_operation(tmp_path):
+    plan = CrashPlan(record=True)
+    FileCheckpoint(str(tmp_path / "c.json"), hook=plan).save(STATE, "start")
+    assert [k for k, _ in plan.points] == ["save-half-done", "save-synced", "save-renamed", "save-dir-synced"]
 
 
 def test_save_fires_half_done_then_renamed(tmp_path):
@@ -75,7 +85,6 @@ def test_memory_files_keep_the_old_state_on_a_crash_between_write_and_rename():
         FileCheckpoint("c.json", hook=CrashPlan(crash_at=1), files=files).save({**STATE, "done": True}, "final")
     assert set(files.data) == {"c.json", "c.json.tmp"}
     assert FileCheckpoint("c.json", files=files).load() == STATE
-    assert set(files.data) == {"c.json"}  # the leftover temp file is removed on load
 
 
 def test_memory_files_hold_the_same_bytes_as_real_files(tmp_path):
