@@ -1,0 +1,142 @@
+"""The simulated disks: what a crash may leave after each file operation (agentcore.disk)."""
+
+from agentcore.disk import BLOCK, MAX_STATES, MemoryFiles, PowerCutDisk
+
+OLD, NEW = b'{"old": 1}', b'{"new": 2}'
+
+
+def _states(disk, file_op=False):
+    return [s if s is not None else disk.files() for _, s in disk.crash_states(file_op)]
+
+
+def _synced(files):
+    return PowerCutDisk(read=["c"], data=files)
+
+
+def test_panic_leaves_the_files_as_the_process_wrote_them():
+    disk = MemoryFiles()
+    disk.write("c.tmp", NEW)
+    assert _states(disk) == [{"c.tmp": NEW}]
+
+
+def test_panic_offers_no_new_point_for_an_fsync_within_a_save():
+    disk = MemoryFiles()
+    disk.begin_save()
+    disk.write("c.tmp", NEW)
+    assert len(disk.crash_states(True)) == 1
+    disk.sync("c.tmp")
+    assert disk.crash_states(True) == []
+    disk.replace("c.tmp", "c")
+    assert len(disk.crash_states(True)) == 1
+
+
+def test_a_power_cut_after_a_full_save_with_fsync_leaves_one_state():
+    disk = _synced({"c": OLD})
+    disk.write("c.tmp", NEW)
+    disk.sync("c.tmp")
+    disk.replace("c.tmp", "c")
+    disk.sync_dir("c")
+    assert _states(disk) == [{"c": NEW}]
+
+
+def test_a_rename_without_a_folder_fsync_may_be_undone():
+    disk = _synced({"c": OLD})
+    disk.write("c.tmp", NEW)
+    disk.sync("c.tmp")
+    disk.replace("c.tmp", "c")
+    assert _states(disk) == [{"c": NEW}, {"c": OLD}]  # the old checkpoint back (the temp file's name too)
+
+
+def test_a_rename_of_an_unsynced_file_may_leave_it_empty():
+    # ext4's zero-length file: the rename reached the disk, the data did not.
+    disk = _synced({"c": OLD})
+    disk.write("c.tmp", NEW)
+    disk.replace("c.tmp", "c")
+    disk.sync_dir("c")
+    assert {"c": b""} in _states(disk)
+
+
+def test_a_write_in_place_may_be_lost_truncated_or_torn_at_a_block_boundary():
+    big = b"x" * (2 * BLOCK + 10)
+    disk = _synced({"c": OLD})
+    disk.write("c", big)
+    contents = [s["c"] for s in _states(disk)]
+    assert contents[0] == big
+    assert set(contents) == {big, OLD, b"", big[:BLOCK], big[:2 * BLOCK]}
+
+
+def test_an_unlink_without_a_folder_fsync_may_be_undone():
+    disk = _synced({"c": OLD})
+    disk.remove("c")
+    assert _states(disk) == [{}, {"c": OLD}]
+
+
+def test_a_new_file_s_name_is_lost_without_a_folder_fsync():
+    disk = _synced({})
+    disk.write("c", NEW)
+    disk.sync("c")
+    assert _states(disk) == [{"c": NEW}, {}]
+
+
+def test_states_differing_only_in_temp_files_are_one():
+    disk = _synced({"c": OLD})
+    disk.write("c.tmp", NEW)  # the temp file: gone, empty or whole; the checkpoint: old in all
+    assert _states(disk) == [{"c": OLD, "c.tmp": NEW}]
+
+
+def test_the_panic_state_comes_first_then_the_durable_one():
+    disk = _synced({"c": OLD})
+    disk.write("c", NEW)
+    disk.write("d", NEW)
+    states = _states(disk)
+    assert states[0] == {"c": NEW, "d": NEW}
+    assert states[1] == {"c": OLD}
+
+
+def _many():
+    disk = PowerCutDisk(read=["c", "d", "e"])
+    for i in range(6):  # six saves without any fsync: many legal states
+        for name in ("c", "d", "e"):
+            disk.write(name + ".tmp", b"%d" % i * 700)
+            disk.replace(name + ".tmp", name)
+    return disk
+
+
+def test_too_many_states_are_a_sample_of_max_states_with_both_ends_kept():
+    disk = _many()
+    states = _states(disk)
+    assert len(states) == MAX_STATES
+    assert states[0] == disk.files()
+    assert states[1] == {}  # nothing was ever made durable
+
+
+def test_the_sample_is_the_same_every_time():
+    assert _states(_many()) == _states(_many())
+
+
+def test_a_save_s_later_point_does_not_offer_a_state_an_earlier_one_did():
+    disk = _synced({"c": OLD})
+    disk.begin_save()
+    disk.write("c.tmp", NEW)
+    assert len(disk.crash_states(True)) == 1
+    disk.sync("c.tmp")
+    assert disk.crash_states(True) == []  # the same states: nothing new to crash at
+    disk.replace("c.tmp", "c")
+    assert [s for _, s in disk.crash_states(True)] == [{"c": NEW}]  # the undone rename was offered
+
+
+def test_a_state_is_described_by_how_it_differs_from_the_panic_state():
+    disk = _synced({"c": OLD})
+    disk.write("c", b"y" * (BLOCK + 1))
+    descriptions = [d for d, _ in disk.crash_states(False)]
+    assert descriptions[0] == ""
+    assert " [power cut: c older]" in descriptions
+    assert " [power cut: c empty]" in descriptions
+    assert f" [power cut: c torn at {BLOCK} of {BLOCK + 1} bytes]" in descriptions
+
+
+def test_after_a_crash_the_disk_holds_the_state_and_all_of_it_is_durable():
+    disk = _synced({"c": OLD})
+    disk.write("c", NEW)
+    disk.reset({"c": b""})
+    assert _states(disk) == [{"c": b""}]
