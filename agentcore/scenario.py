@@ -14,6 +14,9 @@ Rules:
 - Checkpoint files live in memory (checkpoint.MemoryFiles: a crash here is a killed process, and
   what it wrote outlives it, as the page cache would), or in real files in `workdir`, without
   fsync. Both give the same records.
+- A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
+  and the scenario's next crash plan counts the rest of that process as a segment of its own. For
+  the plan, the notes and `Played.processes` a segment is a process; process numbers count processes.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
   plan) with the answers given so far; played again from there with an answer (deterministic: the
@@ -27,9 +30,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from agentcore.checkpoint import FileCheckpoint, Files, MemoryFiles, OsFiles
-from agentcore.crash import Crash, CrashPlan
+from agentcore.crash import Crash, CrashPlan, Hook
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World
+from agentcore.trackerfault import Relay
 from agentcore.world import QueuePerson, Suspended
 
 if TYPE_CHECKING:
@@ -102,7 +106,8 @@ class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "finished", "store", "restarts",
-                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start")
+                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start",
+                 "faults")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
@@ -130,13 +135,15 @@ class _Scenario:
         self.suspended: Suspended | None = None
         self.pausable = isinstance(self.world.person, QueuePerson)
         self.start: Durable | None = None  # what the current process started from (a pause resumes there)
+        self.faults = 0  # tracker crashes so far: each began a segment of `processes` that is no new process
 
     def run(self) -> Played:
         log = self.world.log
         while True:
             hook = self._next_process()
             try:
-                self._run_jobs(hook)
+                self._run_jobs(Relay(hook, self.world, self._tracker_crashed) if self.cfg.tracker_fault == "crash"
+                               else hook)
                 break
             except Crash as c:
                 self.crashes.append(c)
@@ -154,24 +161,35 @@ class _Scenario:
                 break
         return self._played()
 
-    def _next_process(self) -> CrashPlan:
-        """The next process's crash plan; with notes, process 2 notes the state at each point."""
+    def _next_process(self, fresh: bool = True) -> CrashPlan:
+        """The next process's crash plan, or with `fresh` false the next segment's of this process
+        (after a tracker crash); with notes, the second segment notes the state at each point."""
         crash_at = self.plan.pop(0) if self.plan else None
         hook = CrashPlan(crash_at, self.options.points)
-        number = self.base + len(self.processes)
-        if self.options.notes and number == 1:
+        if self.options.notes and self.base + len(self.processes) == 1:
             self.restarts, self.restart_hook = [], hook
             hook.on_point = self._note
-        if self.pausable:
+        if self.pausable and fresh:
             rest = ([crash_at] if crash_at is not None else []) + self.plan
-            self.start = self.world.snapshot(self._files(), number, rest)
+            self.start = self.world.snapshot(self._files(), self._number(), rest)
         self.processes.append(hook)
         return hook
 
-    def _run_jobs(self, hook: CrashPlan) -> None:
+    def _tracker_crashed(self, crash: Crash) -> CrashPlan:
+        """The tracker crashed (agentcore.trackerfault): this process goes on in a new segment."""
+        self.crashes.append(crash)
+        self.faults += 1
+        return self._next_process(fresh=False)
+
+    def _number(self) -> int:
+        """Processes started so far (segments less tracker crashes): the running process's number,
+        1-based, and so the next one's, 0-based."""
+        return self.base + len(self.processes) - self.faults
+
+    def _run_jobs(self, hook: Hook) -> None:
         """One process: the job runs not finished yet, in sequence."""
         cfg, w = self.cfg, self.world
-        number = self.base + len(self.processes)  # this process's, 1-based (the hook is appended)
+        number = self._number()  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
             self.store = store = FileCheckpoint(self.paths[w.seq], hook=hook, files=self.disk)
             run_id = proposed_run_id(cfg, w.seq, number)
@@ -204,7 +222,7 @@ class _Scenario:
             files[name] = store.disk.decode()
         if store.pending is not None:
             files[name + ".tmp"] = store.pending.decode()
-        state = self.world.snapshot(files, self.base + len(self.processes), [])
+        state = self.world.snapshot(files, self._number(), [])
         text = hook.points[-1][1] if hook.points else ""
         state.crash = f"crash at point {hook.count} of this process: {text}"
         self.restarts.append(state)
