@@ -5,9 +5,10 @@ keys.py (the idempotency key), checkpoint.py (the checkpoint store), crash.py (c
 world.py (tracker, tool server, model, person), jobs.py (job files), limits.py (every limit),
 ladder.py (settling unknown outcomes), designs.py (the designs compared), loop.py (the loop engine),
 config.py (configurations and the chapter's table), state.py (a scenario's world and its durable
-state), scenario.py (playing one scenario), chunks.py (a first point's scenarios, resume, replay),
-sweep.py (the sweep and its worker processes), records.py (the scenario record and table row),
-report.py (table formats), cli.py (the command line).
+state), scenario.py (playing one scenario), trackerfault.py (a tracker that can crash, in a
+scenario), chunks.py (a first point's scenarios, resume, replay), sweep.py (the sweep and its worker
+processes), records.py (the scenario record and table row), report.py (table formats), cli.py (the
+command line).
 """
 
 from agentcore.checkpoint import CheckpointError, FileCheckpoint

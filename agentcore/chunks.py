@@ -6,7 +6,9 @@ Rules:
   points q, a twice scenario crashes at p, then at q of the restart, then runs to the end.
 - A twice scenario does not replay the crashed run: it starts its last process from the durable
   state the once scenario's restart noted at q. A test checks this against crashing a full replay
-  at (p, q), scenario by scenario.
+  at (p, q), scenario by scenario. The exception: a second point q where the tracker crashes
+  (agentcore.trackerfault) is no restart from a noted state, so that twice scenario is played in
+  full, crashed at p and at q, with the answers given by q.
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
@@ -22,6 +24,7 @@ from agentcore.config import Config
 from agentcore.records import ScenarioRecord
 from agentcore.scenario import Options, Played, play
 from agentcore.state import Durable
+from agentcore.trackerfault import full_play
 
 Point = tuple[int, str, str]  # a crash point: number (1-based), kind, label
 
@@ -99,11 +102,20 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         opts = Options(timeline=collect)
         for q in range(lo, hi + 1):
             (kind, label), state = restart[q - 1], once.restarts[q - 1]
-            twice = play(cfg, (), opts, workdir, start=state)
+            twice = _twice(cfg, chunk.first, q, kind, state, opts, workdir)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
             _keep_waiting(out, twice)
     return out
+
+
+def _twice(cfg: Config, first: int, q: int, kind: str, note: Durable, options: Options, workdir: str | None,
+           answers: dict[str, bool] | None = None) -> Played:
+    """The twice scenario crashed at `first`, then at `q` (of `kind`) of the restart, whose state
+    there is `note`: played from the note, or in full when the crash at q is the tracker's."""
+    if full_play(kind):
+        return play(cfg, (first, q), options, workdir, answers={**note.answers, **(answers or {})})
+    return play(cfg, (), options, workdir, start=note, answers=answers)
 
 
 def _keep_waiting(out: ChunkResult, p: Played) -> None:
@@ -156,4 +168,7 @@ def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str
     if second > len(notes):
         raise ValueError(f"{cfg.label}: the restart after point {first} reaches {len(notes)} points with these "
                          f"answers, not {second}")
-    return play(cfg, (), Options(timeline=True), start=notes[second - 1], answers=answers)
+    restart = once.processes[1].points
+    assert restart is not None
+    return _twice(cfg, first, second, restart[second - 1][0], notes[second - 1], Options(timeline=True), None,
+                  answers)

@@ -19,11 +19,11 @@ from agentcore import designs
 from agentcore.designs import Design
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
-from agentcore.world import Tracker
+from agentcore.world import FAULTS, Tracker
 
 PERSONS = ("scripted", "queue")
 CRASH_MODELS = ("panic", "power-cut", "kill")
-TRACKER_FAULTS = ("none", "crash")
+TRACKER_FAULTS = FAULTS  # agentcore.world: "crash" keeps the tracker's records through a log
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -65,16 +65,13 @@ class Config:
         return [(r, c.id) for r in range(self.runs) for c in self.job.changing_calls()]
 
     def __post_init__(self) -> None:
-        Tracker(self.tracker)  # validates the mode
+        Tracker(self.tracker, self.tracker_fault)  # validates the mode and the fault
         if not MIN_RUNS <= self.runs <= MAX_RUNS:
             raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
         if self.person not in PERSONS:
             raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
         if self.crash_model not in CRASH_MODELS:
             raise ValueError(f"unknown crash model {self.crash_model!r} (choose from {', '.join(CRASH_MODELS)})")
-        if self.tracker_fault not in TRACKER_FAULTS:
-            raise ValueError(f"unknown tracker fault {self.tracker_fault!r} "
-                             f"(choose from {', '.join(TRACKER_FAULTS)})")
 
     @property
     def label(self) -> str:

@@ -4,7 +4,9 @@ Rules: every crash point is one call of a hook at an I/O boundary, with a kind a
 point's label is "kind detail", e.g. "tracker-accepted create_issue call_2". A crash is a `Crash`,
 derived from BaseException so that no `except Exception` in a loop can swallow it (it stands for a
 panic or a kill). The harness throws away everything the crashed run held in memory and starts a
-new run object from the checkpoint file and the surviving stand-ins.
+new run object from the checkpoint file and the surviving stand-ins. A crash at one of the tracker's
+own points (`TRACKER_KINDS`, fired only by a tracker that can crash) is the tracker's instead: the
+process goes on (agentcore.trackerfault).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from typing import Protocol
 class Kind(StrEnum):
     REPLY_ARRIVED = "reply-arrived"
     MARKER_SAVED = "marker-saved"
+    TRACKER_LOGGED = "tracker-logged"  # the request appended to the tracker's log, not yet synced
+    TRACKER_SYNCED = "tracker-synced"  # the log synced, the request not yet applied nor answered
     TRACKER_ACCEPTED = "tracker-accepted"
     TOOL_RETURNED = "tool-returned"
     TOOL_FAILED = "tool-failed"
@@ -35,6 +39,8 @@ class Kind(StrEnum):
 # in several states, and a state the save's previous point offered is not offered again).
 FILE_KINDS = frozenset({Kind.SAVE_HALF_DONE, Kind.SAVE_SYNCED, Kind.SAVE_REMOVED, Kind.SAVE_RENAMED,
                         Kind.SAVE_DIR_SYNCED})
+# The tracker's own points (tracker_fault crash): a crash there is the tracker's (agentcore.trackerfault).
+TRACKER_KINDS = frozenset({Kind.TRACKER_LOGGED, Kind.TRACKER_SYNCED})
 
 
 def label(kind: str, detail: str) -> str:

@@ -29,6 +29,10 @@ class Design:
     tools_before_reply_save: bool = False
     marker_after_call: bool = False
     skip_failed: bool = False
+    # Settling retries a failed call once: a second failure of the call in one process is recorded as
+    # failed and the run moves on. Only a tracker that can crash fails a retry in the same process
+    # (the flaky server fails a call's first attempt only), so only that sweep can catch it.
+    retry_once: bool = False
     reuse_run_id: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
     # planted bugs of the checkpoint store (agentcore.checkpoint)
@@ -52,8 +56,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
     replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
 )}
 
-BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "reuse_run_id", "proposed_run_id",
-        "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
+BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
+        "proposed_run_id", "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 

@@ -165,13 +165,14 @@ class Loop:
             if self.design.skip_failed:  # planted bug: an unknown outcome taken for "did not happen"
                 self._record(turn, cid, {"error": str(e)}, detail)
             else:
-                self._settle(turn, call, tool)
+                self._settle(turn, call, tool, failures=1)
             return
         if marked and self.design.marker_after_call:  # planted bug: the marker comes too late
             self._mark(turn, cid, detail)
         self._record(turn, cid, result, detail)
 
-    def _settle(self, turn: dict[str, Any], call: dict[str, Any], tool: Tool) -> None:
+    def _settle(self, turn: dict[str, Any], call: dict[str, Any], tool: Tool, failures: int = 0) -> None:
+        """Settle a call of unknown outcome on the ladder; `failures`: its failed tries in this process."""
         cid = call["id"]
         detail = f"{tool.name} {cid}"
         k = self._key(tool, cid)
@@ -197,6 +198,10 @@ class Loop:
             except ToolFailed as e:
                 self.hook(Kind.TOOL_FAILED, detail)
                 self._log("tool", f"{detail} failed again: {e}")
+                failures += 1
+                if self.design.retry_once and failures >= 2:  # planted bug: gives up, taking it for "failed"
+                    self._record(turn, cid, {"error": str(e)}, detail)
+                    return
                 continue
             self._record(turn, cid, result, detail)
             return

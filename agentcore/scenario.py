@@ -20,6 +20,9 @@ Rules:
   store's memory of what it wrote.
 - A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
   scenario's status is "corrupt", and the effects the job had not made yet count as missing.
+- A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
+  and the scenario's next crash plan counts the rest of that process as a segment of its own. For
+  the plan, the notes and `Played.processes` a segment is a process; process numbers count processes.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
   plan) with the answers given so far; played again from there with an answer (deterministic: the
@@ -36,10 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore import kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
-from agentcore.crash import FILE_KINDS, Crash, CrashPlan
+from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
 from agentcore.disk import MemoryFiles, PowerCutDisk, State, ram_dir
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World
+from agentcore.trackerfault import Relay
 from agentcore.world import QueuePerson, Suspended
 
 if TYPE_CHECKING:
@@ -139,7 +143,8 @@ class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "store", "restarts", "hook", "at",
-                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote")
+                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
+                 "faults")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
@@ -154,7 +159,7 @@ class _Scenario:
         else:
             self.world, self.base = World.restore(cfg, start, answers, log), start.process
         self.plan = list(plan)
-        self.hook = CrashPlan()  # the current process's
+        self.hook: CrashPlan | Relay = CrashPlan()  # the current process's (under a tracker fault, relayed)
         self.at: State | None = None  # the disk a crash at the current point leaves (None: as it is)
         self.remote: Any = None  # under kill, in the child: the pipe to the parent
         self.store: FileCheckpoint | None = None
@@ -167,11 +172,13 @@ class _Scenario:
         self.suspended: Suspended | None = None
         self.pausable = isinstance(self.world.person, QueuePerson)
         self.start: Durable | None = None  # what the current process started from (a pause resumes there)
+        self.faults = 0  # tracker crashes so far: each began a segment of `processes` that is no new process
 
     def run(self) -> Played:
         log = self.world.log
         while True:
-            self._next_process()
+            plan = self._next_process()
+            self.hook = Relay(plan, self.world, self._tracker_crashed) if self.cfg.tracker_fault == "crash" else plan
             try:
                 if self.cfg.crash_model == "kill":
                     kill.run_process(self)
@@ -202,24 +209,35 @@ class _Scenario:
                 break
         return self._played()
 
-    def _next_process(self) -> None:
-        """The next process's crash plan; with notes, process 2 notes the state at each point."""
+    def _next_process(self, fresh: bool = True) -> CrashPlan:
+        """The next process's crash plan, or with `fresh` false the next segment's of this process
+        (after a tracker crash); with notes, the second segment notes the state at each point."""
         crash_at = self.plan.pop(0) if self.plan else None
         hook = CrashPlan(crash_at, self.options.points)
-        number = self.base + len(self.processes)
-        if self.options.notes and number == 1:
+        if self.options.notes and self.base + len(self.processes) == 1:
             self.restarts, self.restart_hook = [], hook
             hook.on_point = self._note
-        if self.pausable:
+        if self.pausable and fresh:
             rest = ([crash_at] if crash_at is not None else []) + self.plan
-            self.start = self.world.snapshot(self._files(), number, rest)
+            self.start = self.world.snapshot(self._files(), self._number(), rest)
         self.processes.append(hook)
-        self.hook = hook
+        return hook
+
+    def _tracker_crashed(self, crash: Crash) -> CrashPlan:
+        """The tracker crashed (agentcore.trackerfault): this process goes on in a new segment."""
+        self.crashes.append(crash)
+        self.faults += 1
+        return self._next_process(fresh=False)
+
+    def _number(self) -> int:
+        """Processes started so far (segments less tracker crashes): the running process's number,
+        1-based, and so the next one's, 0-based."""
+        return self.base + len(self.processes) - self.faults
 
     def run_jobs(self) -> None:
         """One process: the job runs not finished yet, in sequence."""
         cfg, w = self.cfg, self.world
-        number = self.base + len(self.processes)  # this process's, 1-based (the hook is appended)
+        number = self._number()  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
             point = self.point
             self.store = store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
@@ -234,7 +252,11 @@ class _Scenario:
                 self.remote.send(("run-finished",))
 
     def point(self, kind: str, detail: str) -> None:
-        """A crash point: one for each state a crash here may leave (agentcore.disk)."""
+        """A crash point: one for each state a crash here may leave (agentcore.disk); a tracker's
+        point is one: its crash is the tracker's, which leaves the agent's disk alone."""
+        if kind in TRACKER_KINDS:
+            self.hook(kind, detail)
+            return
         for variant, files in self.disk.crash_states(kind in FILE_KINDS):
             self.at = files
             self.hook(kind, detail + variant)
@@ -254,7 +276,7 @@ class _Scenario:
         """The durable state at this point of process 2, as a crash here would leave it."""
         hook = self.restart_hook
         assert self.restarts is not None
-        state = self.world.snapshot(self._files(), self.base + len(self.processes), [])
+        state = self.world.snapshot(self._files(), self._number(), [])
         text = hook.points[-1][1] if hook.points else ""
         state.crash = f"crash at point {hook.count} of this process: {text}"
         self.restarts.append(state)

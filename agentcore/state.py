@@ -1,7 +1,8 @@
 """A scenario's world and its durable state: what outlives a crash, and what a paused one stores.
 
 Rules:
-- The world of a scenario is what a crash leaves standing: the tracker, the tool server's attempt
+- The world of a scenario is what a crash leaves standing: the tracker (with its write-ahead log
+  when it can crash: its records are the log's), the tool server's attempt
   counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
   of job runs finished, and the timeline so far. A process holds references to it; a crash drops
   the process and keeps the world. `World.fresh` builds it for a scenario's start,
@@ -12,7 +13,9 @@ Rules:
   points were swept before the pause (`swept`).
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
-  effects, every checkpoint file parses) and a corrupt one raises CheckpointError naming its source.
+  effects, the log of a tracker that can crash replays, every checkpoint file parses) and a corrupt
+  one raises CheckpointError naming its source. A tracker stored without fault and log (older
+  states) is one that never crashes.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class Durable:
         tracker = data["tracker"]
         if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
             raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
+        if "fault" in tracker and not _replays(tracker):
+            raise CheckpointError(f"{name}: stored durable state: the tracker's log is corrupt")
         for fname, text in data["files"].items():
             if not isinstance(text, str):
                 raise CheckpointError(f"{name}: checkpoint {fname}: not text")
@@ -94,6 +99,15 @@ class Durable:
         return out
 
 
+def _replays(tracker: dict[str, Any]) -> bool:
+    """Whether a stored tracker's fault is known and its log replays (a restore replays it)."""
+    try:
+        Tracker.restore(tracker)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):  # a field missing or mistyped
+        return False
+    return True
+
+
 class World:
     """The world of one scenario (the module says what it holds). `log` is the timeline being
     written, (kind, text) pairs, or None when the scenario keeps no timeline."""
@@ -114,7 +128,7 @@ class World:
     @classmethod
     def fresh(cls, cfg: Config, answers: dict[str, bool] | None = None,
               log: list[tuple[str, str]] | None = None) -> World:
-        return cls(cfg, Tracker(cfg.tracker), answers, log)
+        return cls(cfg, Tracker(cfg.tracker, cfg.tracker_fault), answers, log)
 
     @classmethod
     def restore(cls, cfg: Config, state: Durable, answers: dict[str, bool] | None = None,

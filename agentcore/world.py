@@ -7,6 +7,13 @@ Rules:
   returns the first answer and records nothing. Search changes nothing and fires no point here.
 - Modes: keyed (honours keys), keyless (ignores them), lookup (ignores keys for deduplication but
   answers "did the request with this key happen, and what was its answer?").
+- A tracker that can crash (fault "crash") keeps its records through a write-ahead log: a request
+  that would record something is appended to the log (`tracker-logged`), the log is synced
+  (`tracker-synced`), and only then applied and answered (`tracker-accepted`). Its state is what
+  its log replays to: `crash` drops a record appended but not synced and rebuilds the rest from the
+  log, so a synced request has happened although its answer never left. A known key is answered
+  from the records and logs nothing. A tracker that never crashes (fault "none") has no log and
+  fires neither of the two points.
 - Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
   the loop, that lets a scenario count duplicates and missing effects exactly.
 - The flaky tool server (the "tool fails after accept" situation) fails the first attempt of each
@@ -30,6 +37,7 @@ from agentcore.crash import Hook, Kind
 from agentcore.jobs import Call, Job, Tool, resolve
 
 MODES = ("keyed", "keyless", "lookup")
+FAULTS = ("none", "crash")
 Origin = tuple[int, str]
 
 
@@ -38,27 +46,52 @@ class ToolFailed(Exception):
 
 
 class Tracker:
-    __slots__ = ("mode", "effects", "answers", "next_issue", "next_comment", "labels")
+    __slots__ = ("mode", "fault", "effects", "answers", "next_issue", "next_comment", "labels", "log", "pending")
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
+        if fault not in FAULTS:
+            raise ValueError(f"unknown tracker fault {fault!r} (choose from {', '.join(FAULTS)})")
         self.mode = mode
+        self.fault = fault
         self.effects: list[dict[str, Any]] = []
         self.answers: dict[str, dict[str, Any]] = {}  # key -> first answer (keyed, lookup)
         self.next_issue = 1
         self.next_comment = 1
         self.labels: set[tuple[Any, Any]] = set()
+        self.log: list[dict[str, Any]] = []  # the synced requests (fault "crash")
+        self.pending: dict[str, Any] | None = None  # a request appended to the log, not yet synced
 
     def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
                 detail: str) -> dict[str, Any]:
         if key is not None and self.mode == "keyed" and key in self.answers:
             hook(Kind.TRACKER_ACCEPTED, detail)
             return self.answers[key]
+        if self.fault == "crash":
+            self.pending = {"op": op, "args": args, "key": key, "origin": list(origin)}
+            hook(Kind.TRACKER_LOGGED, detail)
+            self.log.append(self.pending)  # the sync: from here on the request survives a crash
+            self.pending = None
+            hook(Kind.TRACKER_SYNCED, detail)
+        answer = self._record(op, args, key, origin)
+        hook(Kind.TRACKER_ACCEPTED, detail)
+        return answer
+
+    def crash(self) -> None:
+        """The tracker dies and restarts from its log: the unsynced request is lost, every synced
+        one is applied (its answer may never have been sent)."""
+        self.pending = None
+        fresh = Tracker(self.mode, self.fault)
+        for r in self.log:
+            fresh._record(r["op"], r["args"], r["key"], (r["origin"][0], r["origin"][1]))
+        self.effects, self.answers, self.labels = fresh.effects, fresh.answers, fresh.labels
+        self.next_issue, self.next_comment = fresh.next_issue, fresh.next_comment
+
+    def _record(self, op: str, args: dict[str, Any], key: str | None, origin: Origin) -> dict[str, Any]:
         answer = self._apply(op, args, key, origin)
         if key is not None and self.mode != "keyless":
             self.answers.setdefault(key, answer)
-        hook(Kind.TRACKER_ACCEPTED, detail)
         return answer
 
     def _apply(self, op: str, args: dict[str, Any], key: str | None, origin: Origin) -> dict[str, Any]:
@@ -105,13 +138,23 @@ class Tracker:
         return dups, missing
 
     def snapshot(self) -> dict[str, Any]:
-        return {"mode": self.mode, "effects": list(self.effects), "answers": dict(self.answers),
-                "next_issue": self.next_issue, "next_comment": self.next_comment,
-                "labels": [list(p) for p in self.labels]}
+        """The records as stored; a tracker that can crash adds its fault and its (synced) log."""
+        out = {"mode": self.mode, "effects": list(self.effects), "answers": dict(self.answers),
+               "next_issue": self.next_issue, "next_comment": self.next_comment,
+               "labels": [list(p) for p in self.labels]}
+        if self.fault != "none":
+            out |= {"fault": self.fault, "log": list(self.log)}
+        return out
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> Tracker:
-        t = cls(data["mode"])
+        """The tracker `snapshot` gave; one that can crash restarts from its log (older stored
+        states have neither fault nor log: a tracker that never crashes)."""
+        t = cls(data["mode"], data.get("fault", "none"))
+        if t.fault != "none":
+            t.log = list(data["log"])  # records never change once synced
+            t.crash()
+            return t
         t.effects = list(data["effects"])  # effects themselves never change once made
         t.answers = dict(data["answers"])
         t.next_issue = data["next_issue"]
