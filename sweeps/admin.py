@@ -15,12 +15,14 @@ from sweeps.models import Chunk, Question, Scenario, Sweep
 
 @admin.register(Sweep)
 class SweepAdmin(admin.ModelAdmin):
-    list_display = ("id", "job_name", "status", "depth", "runs", "person", "total_chunks", "created_by", "created_at",
-                    "finished_at")
-    list_filter = ("status", "person", "depth")
+    list_display = ("id", "job_name", "status", "depth", "runs", "person", "crash_model", "fsync", "tracker_fault",
+                    "total_chunks", "created_by", "created_at", "finished_at")
+    list_filter = ("status", "person", "depth", "crash_model", "fsync", "tracker_fault")
     search_fields = ("job_name", "error")
     raw_id_fields = ("created_by",)
-    readonly_fields = ("job_source", "configs", "table", "created_at", "finished_at", "request_token")
+    # What the sweep was swept under: its stored rows (and any resume) depend on it.
+    readonly_fields = ("job_source", "configs", "crash_model", "fsync", "tracker_fault", "table", "created_at",
+                       "finished_at", "request_token")
     date_hierarchy = "created_at"
 
 

@@ -13,6 +13,7 @@ page's click handler opens a first-map cell's scenarios (x, y) or a second-map c
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -29,11 +30,29 @@ METRIC_TITLES = {
 COLORSCALE = [[0.0, "#fffbf0"], [0.15, "#fee391"], [0.5, "#fb8c3c"], [1.0, "#a50f15"]]
 
 
-# Each crash point kind's two-letter code, written in its heatmap cells (the page's legend spells
-# them out), so that hover is not the only way to learn a point's kind: the initials of its first two
-# words ("tracker-accepted" -> "TA", "save-half-done" -> "SH").
-KIND_CODES = {k.value: "".join(w[0] for w in k.value.split("-")[:2]).upper() for k in Kind}
-assert len(set(KIND_CODES.values())) == len(KIND_CODES), "two crash point kinds share a code"
+def kind_codes(kinds: Iterable[str]) -> dict[str, str]:
+    """Each crash point kind's code, written in its heatmap cells (the page's legend spells them out),
+    so that hover is not the only way to learn a point's kind: the initials of its first two words
+    ("tracker-accepted" -> "TA", "save-half-done" -> "SH"). Codes are taken in the kinds' order and
+    never shared: a kind whose initials an earlier kind took adds the next letters of its second word
+    until its code is free ("save-removed" after "save-renamed" -> "SRE"), else its whole name (and a
+    number)."""
+    codes: dict[str, str] = {}
+    taken: set[str] = set()
+    for kind in kinds:
+        words = kind.upper().split("-")
+        first, second = words[0][:1], words[1] if len(words) > 1 else ""
+        tries = itertools.chain([first + second[:n] for n in range(1, len(second) + 1)] or [first], [kind.upper()],
+                                (f"{kind.upper()}{n}" for n in itertools.count(2)))
+        code = next(c for c in tries if c not in taken)
+        codes[kind] = code
+        taken.add(code)
+    return codes
+
+
+# The codes of agentcore's kinds, in the enum's order: a kind added to it later takes a code no earlier
+# kind has, so the codes the pages and the README show stay as they are.
+KIND_CODES = kind_codes(k.value for k in Kind)
 
 # Above this many cells a map carries no in-cell codes (Plotly draws one SVG text per cell); its axes
 # and hover still name the kinds.

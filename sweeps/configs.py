@@ -1,12 +1,13 @@
-"""What a sweep is made of, checked: the job, its configurations, depth, runs and person. Pure: reads
-and writes nothing in the database.
+"""What a sweep is made of, checked: the job, its configurations, depth, runs, person and conditions
+(crash model, fsync, tracker fault). Pure: reads and writes nothing in the database.
 
 Rules:
 - Every check raises django's ValidationError with a message fit for a form or a command line; the
   bounds are sweeps.limits'.
 - `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
   uninterrupted run): launching stores it, the planned size counts it.
-- `agent_configs` turns a stored sweep into agentcore configurations (cached per process).
+- `agent_configs` turns a stored sweep into agentcore configurations (cached per process); every
+  one of them carries the sweep's conditions.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.core.exceptions import ValidationError
 
 from agentcore import designs
 from agentcore import sweep as agentsweep
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
 from agentcore.limits import SWEEP_DEPTHS
@@ -54,17 +56,30 @@ def design(name: str) -> designs.Design:
     return designs.get(base, tuple(bugs))
 
 
+class Conditions(NamedTuple):
+    """What a crash does to the world a sweep runs in: agentcore.config.Config's fields of that name."""
+
+    crash_model: str = "panic"
+    fsync: bool = True
+    tracker_fault: str = "none"
+
+
+def conditions_of(sweep: Sweep) -> Conditions:
+    return Conditions(sweep.crash_model, sweep.fsync, sweep.tracker_fault)
+
+
 @lru_cache(maxsize=64)
 def _configs(job_source: str, configs: tuple[tuple[str, str, str], ...], runs: int,
-             person: str) -> tuple[agentsweep.Config, ...]:
+             person: str, conditions: Conditions) -> tuple[agentsweep.Config, ...]:
     job = parse_job(job_source, "stored job")
-    return tuple(agentsweep.Config(job, design(d), t, runs, person, name) for name, d, t in configs)
+    return tuple(agentsweep.Config(job, design(d), t, runs, person, name, **conditions._asdict())
+                 for name, d, t in configs)
 
 
 def agent_configs(sweep: Sweep) -> tuple[agentsweep.Config, ...]:
     """The sweep's agentcore configurations, in the order its `config` columns index (cached)."""
     key = tuple((c["name"], c["design"], c["tracker"]) for c in sweep.configs)
-    return _configs(sweep.job_source, key, sweep.runs, sweep.person)
+    return _configs(sweep.job_source, key, sweep.runs, sweep.person, conditions_of(sweep))
 
 
 def agent_config(sweep: Sweep, index: int) -> agentsweep.Config:
@@ -99,8 +114,19 @@ def clean_configs(configs: Any) -> list[dict[str, str]]:
     return out
 
 
-def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str) -> Job:
-    """The job, parsed, once depth, runs and person are checked too. Raises ValidationError."""
+def clean_conditions(crash_model: Any, fsync: Any, tracker_fault: Any) -> Conditions:
+    """The crash model, fsync and tracker fault, checked against agentcore's choices. Raises ValidationError."""
+    check(isinstance(crash_model, str) and crash_model in CRASH_MODELS,
+          f"crash model must be one of {', '.join(CRASH_MODELS)}, not {crash_model!r}")
+    check(type(fsync) is bool, f"fsync must be on or off (True or False), not {fsync!r}")
+    check(isinstance(tracker_fault, str) and tracker_fault in TRACKER_FAULTS,
+          f"tracker fault must be one of {', '.join(TRACKER_FAULTS)}, not {tracker_fault!r}")
+    return Conditions(crash_model, fsync, tracker_fault)
+
+
+def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str,
+                   conditions: Conditions) -> Job:
+    """The job, parsed, once depth, runs, person and conditions are checked too. Raises ValidationError."""
     check(isinstance(job_source, str), "the job must be JSON text")
     try:
         job = parse_job(job_source, source_name)
@@ -110,6 +136,7 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
           f"depth must be {' or '.join(map(str, SWEEP_DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
+    clean_conditions(*conditions)
     return job
 
 
@@ -126,19 +153,23 @@ class ChunkPlan(NamedTuple):
     """A checked sweep and its chunks: the agentcore configurations have a truthful person."""
 
     job: Job
+    conditions: Conditions
     configs: list[dict[str, str]]
     agent_configs: list[agentsweep.Config]
     chunks: list[agentsweep.Chunk]
     points: list[int]  # crash points per configuration
 
 
-def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str) -> ChunkPlan:
-    """Validate a sweep's settings and plan its chunks. Raises ValidationError."""
-    job = clean_settings(job_source, depth, runs, person, source_name)
+def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
+               conditions: Conditions) -> ChunkPlan:
+    """Validate a sweep's settings and plan its chunks (every configuration under `conditions`).
+    Raises ValidationError."""
+    job = clean_settings(job_source, depth, runs, person, source_name, conditions)
     clean = clean_configs(configs)
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
-    cfgs = [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"]) for c in clean]
+    cfgs = [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"],
+                              **conditions._asdict()) for c in clean]
     plan: list[agentsweep.Chunk] = []
     npoints: list[int] = []
     for i, cfg in enumerate(cfgs):
@@ -152,11 +183,13 @@ def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any
             raise ValidationError(
                 f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
                 f"or a smaller job", code="too_big")
-    return ChunkPlan(job, clean, cfgs, plan, npoints)
+    return ChunkPlan(job, conditions, clean, cfgs, plan, npoints)
 
 
 def sweep_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                person: str = "scripted", source_name: str = "uploaded job") -> int:
+                person: str = "scripted", source_name: str = "uploaded job", crash_model: str = "panic",
+                fsync: bool = True, tracker_fault: str = "none") -> int:
     """Validate a sweep as sweep_create would (raises ValidationError), storing nothing; how many
     chunks it would have."""
-    return len(chunk_plan(job_source, configs, depth, runs, person, source_name).chunks)
+    conditions = Conditions(crash_model, fsync, tracker_fault)
+    return len(chunk_plan(job_source, configs, depth, runs, person, source_name, conditions).chunks)

@@ -1,9 +1,16 @@
 """Exports: the results table (CSV, JSON, Markdown), scenario rows (CSV, JSON lines) and two sweeps' tables
 compared (CSV). Pure, no queries.
 
-The table goes through agentcore.report.render, so a download is byte for byte what
-`python -m agentcore table --format ...` prints for the same rows. Scenario rows are produced lazily,
-a few hundred rows per piece of text, so a streamed response never holds 100,000 rows at once.
+Rules:
+- The table is agentcore.report.render's (what `python -m agentcore table --format ...` prints for
+  the same rows), with the sweep's conditions added, since the numbers mean nothing without them:
+  CSV and JSON rows end with `crash_model`, `fsync` and `tracker_fault` (CONDITION_FIELDS, valued as
+  the command line's options are written: `--crash-model power-cut --fsync off --tracker-fault
+  none`), Markdown opens with a line "crash model: power-cut, fsync off" and a blank line.
+- A scenario row carries the same three fields after its configuration's name; the comparison CSV
+  carries each sweep's conditions in words.
+- Scenario rows are produced lazily, a few hundred rows per piece of text, so a streamed response
+  never holds 100,000 rows at once.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from agentcore.config import conditions as agent_conditions
 from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
+from sweeps.configs import Conditions
 from sweeps.schema import RECORD_FIELDS
 
 # URL suffix -> (agentcore.report format, content type)
@@ -29,14 +38,37 @@ ROW_FORMATS: dict[str, str] = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson",
 }
+# The sweep's conditions as exported fields (the names of agentcore.config.Config's fields).
+CONDITION_FIELDS = Conditions._fields
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order.
-ROW_FIELDS = ("sweep", "config", "config_name", *RECORD_FIELDS)
+ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *RECORD_FIELDS)
 BATCH = 500
 
 
-def table_text(rows: Sequence[TableRow], suffix: str) -> str:
-    """The table in the chapter's layout; suffix is a key of TABLE_FORMATS."""
-    return render(rows, TABLE_FORMATS[suffix][0])
+def condition_values(conditions: Conditions) -> dict[str, str]:
+    """The conditions as the command line's options take them: {"crash_model": "power-cut", "fsync": "off", ...}."""
+    return {**conditions._asdict(), "fsync": "on" if conditions.fsync else "off"}
+
+
+def conditions_line(conditions: Conditions) -> str:
+    """"crash model: power-cut, fsync off" (agentcore's words, as the sweep page says them)."""
+    return f"crash model: {agent_conditions(*conditions)}"
+
+
+def table_text(rows: Sequence[TableRow], suffix: str, conditions: Conditions) -> str:
+    """The table in the chapter's layout with the sweep's conditions (see the rules); suffix is a key
+    of TABLE_FORMATS."""
+    fmt = TABLE_FORMATS[suffix][0]
+    values = condition_values(conditions)
+    if fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(("name", *COLUMNS, *CONDITION_FIELDS))
+        writer.writerows((r.name, *r.values(), *values.values()) for r in rows)
+        return out.getvalue()
+    if fmt == "json":
+        return json.dumps([{**r.to_dict(), **values} for r in rows], indent=2) + "\n"
+    return f"{conditions_line(conditions)}\n\n{render(rows, fmt)}"
 
 
 def _batched(lines: Iterable[str], size: int = BATCH) -> Iterator[str]:
@@ -50,7 +82,14 @@ def _batched(lines: Iterable[str], size: int = BATCH) -> Iterator[str]:
         yield "".join(buf)
 
 
-def rows_csv(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+def _with_conditions(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[list[Any]]:
+    """Each row's values in ROW_FIELDS order, the sweep's conditions (see the rules) in their places."""
+    values = condition_values(conditions)
+    for r in rows:
+        yield [values[f] if f in values else r.get(f) for f in ROW_FIELDS]
+
+
+def rows_csv(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[str]:
     """A header of ROW_FIELDS, then one line per row (None as an empty cell)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -58,8 +97,8 @@ def rows_csv(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
     def lines() -> Iterator[str]:
         writer.writerow(ROW_FIELDS)
         yield _take(out)
-        for r in rows:
-            writer.writerow(["" if r.get(f) is None else r.get(f) for f in ROW_FIELDS])
+        for values in _with_conditions(rows, conditions):
+            writer.writerow(["" if v is None else v for v in values])
             yield _take(out)
 
     return _batched(lines())
@@ -72,25 +111,28 @@ def _take(out: io.StringIO) -> str:
     return text
 
 
-def rows_jsonl(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+def rows_jsonl(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[str]:
     """One JSON object per line, keys in ROW_FIELDS order."""
-    return _batched(json.dumps({f: r.get(f) for f in ROW_FIELDS}) + "\n" for r in rows)
+    return _batched(json.dumps(dict(zip(ROW_FIELDS, values, strict=True))) + "\n"
+                    for values in _with_conditions(rows, conditions))
 
 
 def filename(sweep_id: int, what: str, suffix: str) -> str:
     return f"sweep-{sweep_id}-{what}.{suffix}"
 
 
-def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int) -> str:
+def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_conditions: Conditions,
+                b_conditions: Conditions) -> str:
     """Two sweeps' tables compared (selectors.compare_tables rows) as CSV: per configuration, which
     sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
-    where a sweep lacks the row)."""
+    where a sweep lacks the row), then each sweep's conditions in words ("power-cut, fsync off")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
-                     *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff"))])
+                     *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
+    words = [agent_conditions(*a_conditions), agent_conditions(*b_conditions)]
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")
         cells = [("" if v is None else v) for c in r["cells"] for v in (c["a"], c["b"], c["diff"])]
-        writer.writerow([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells])
+        writer.writerow([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells, *words])
     return out.getvalue()

@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
 from agentcore.jobs import JobError, parse
@@ -28,6 +29,16 @@ YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 def _yes_no(label: str) -> forms.TypedChoiceField:
     return forms.TypedChoiceField(label=label, choices=YES_NO, required=False, coerce=lambda v: v == "yes",
                                   empty_value=None)
+
+
+# The launch form's words for agentcore's crash models and tracker faults (a name not here is shown as itself).
+CRASH_MODEL_TITLES = {
+    "panic": "panic: an exception; all the process wrote survives",
+    "kill": "kill: SIGKILL; all the process wrote survives",
+    "power-cut": "power-cut: only what was synced survives",
+}
+TRACKER_FAULT_TITLES = {"none": "none: the tracker never crashes", "crash": "crash: the tracker can crash too"}
+FSYNC = [("on", "on: each save syncs the file and its folder"), ("off", "off: no sync")]
 
 
 def new_request_token() -> str:
@@ -86,6 +97,14 @@ class LaunchForm(forms.Form):
     person = forms.ChoiceField(choices=[(Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
                                         (Sweep.Person.QUEUE, "the question queue (people answer here)")],
                                initial=Sweep.Person.SCRIPTED)
+    crash_model = forms.ChoiceField(choices=[(m, CRASH_MODEL_TITLES.get(m, m)) for m in CRASH_MODELS],
+                                    initial="panic", label="crash model",
+                                    help_text="what a crash leaves of the checkpoint files")
+    fsync = forms.TypedChoiceField(choices=FSYNC, coerce=lambda v: v == "on", initial="on", label="fsync",
+                                   help_text="whether the checkpoint store syncs what it saves")
+    tracker_fault = forms.ChoiceField(choices=[(f, TRACKER_FAULT_TITLES.get(f, f)) for f in TRACKER_FAULTS],
+                                      initial="none", label="tracker fault",
+                                      help_text="whether the tracker itself can crash")
     name = forms.CharField(required=False, max_length=Sweep._meta.get_field("name").max_length, label="name",
                            help_text="optional: your name for this sweep")
     notes = forms.CharField(required=False, max_length=Sweep._meta.get_field("notes").max_length, label="notes",

@@ -34,6 +34,8 @@ QID_CHARS = 200
 KEY_CHARS = 64
 ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
+# A sweep's crash model and tracker fault (agentcore.config's names; room for longer ones to come).
+CONDITION_CHARS = 20
 
 # --- URL and form parameters -------------------------------------------------------------------
 

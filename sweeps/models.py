@@ -13,6 +13,9 @@ Rules:
   (`second_from` > 0), made in the transaction that stores the resume, so it is made once.
 - A sweep's configurations are a JSON list of {"name", "design", "tracker"}; `config` columns
   index into it. The job is stored as its JSON text, so a sweep can always be re-run or resumed.
+- A sweep is swept under one crash model, fsync setting and tracker fault (agentcore.config's
+  `conditions`: every configuration of it under the same), stored with it; their choices are
+  agentcore's tuples, their defaults agentcore's (panic, fsync on, no tracker fault).
 - A question holds what the person needs (the call, its key, what the ladder tried) and the
   scenario's durable state while it waits (checkpoint files and tracker records).
 - Status transitions are data, as in h11's `_state.py`: each model with a status has EDGES, the
@@ -31,7 +34,9 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from sweeps.limits import MAX_NAME, MAX_NOTES
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import conditions as agent_conditions
+from sweeps.limits import CONDITION_CHARS, MAX_NAME, MAX_NOTES
 
 
 class IllegalTransition(RuntimeError):
@@ -68,6 +73,11 @@ class Sweep(models.Model):
     depth = models.PositiveSmallIntegerField(default=2)
     runs = models.PositiveSmallIntegerField(default=1)
     person = models.CharField(max_length=10, choices=Person.choices, default=Person.SCRIPTED)
+    crash_model = models.CharField(max_length=CONDITION_CHARS, choices=[(m, m) for m in CRASH_MODELS],
+                                   default="panic", help_text="what a crash leaves of the checkpoint files")
+    fsync = models.BooleanField(default=True, help_text="the checkpoint store syncs its files and folder")
+    tracker_fault = models.CharField(max_length=CONDITION_CHARS, choices=[(f, f) for f in TRACKER_FAULTS],
+                                     default="none", help_text="crash: the tracker can crash too")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
     error = models.TextField(blank=True)
     total_chunks = models.PositiveIntegerField(default=0)
@@ -84,6 +94,16 @@ class Sweep(models.Model):
 
     def __str__(self) -> str:
         return f"sweep {self.pk} ({self.job_name}, {self.status})"
+
+    @property
+    def conditions(self) -> str:
+        """The crash model, fsync and tracker fault in agentcore's words: "power-cut, fsync off"."""
+        return agent_conditions(self.crash_model, self.fsync, self.tracker_fault)
+
+    @property
+    def fsync_option(self) -> str:
+        """fsync as the command line's option says it: "on" or "off"."""
+        return "on" if self.fsync else "off"
 
 
 class Chunk(models.Model):
@@ -117,13 +137,15 @@ class Scenario(models.Model):
         DONE = "done"
         WAITING = "waiting"
         FAILED = "failed"
+        CORRUPT = "corrupt"  # a restart found a checkpoint it could not read
 
-    # A scenario is stored done, waiting or failed; only a waiting one changes, when its question's
-    # answer resumes it (it may ask again: waiting -> waiting).
+    # A scenario is stored done, waiting, failed or corrupt; only a waiting one changes, when its
+    # question's answer resumes it (it may ask again: waiting -> waiting).
     EDGES = {
-        Status.WAITING: frozenset({Status.WAITING, Status.DONE, Status.FAILED}),
+        Status.WAITING: frozenset({Status.WAITING, Status.DONE, Status.FAILED, Status.CORRUPT}),
         Status.DONE: frozenset(),
         Status.FAILED: frozenset(),
+        Status.CORRUPT: frozenset(),
     }
 
     # No index of its own: every index below starts with the sweep.

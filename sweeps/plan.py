@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agentcore import sweep as agentsweep
-from sweeps.configs import chunk_plan, clean_configs, clean_settings
+from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings
 from sweeps.limits import PLAN_BUDGET, PLAN_MIN_SAMPLES
 from sweeps.models import Sweep
 
@@ -46,9 +46,9 @@ def _twice_count(cfg: agentsweep.Config, n: int, samples: int) -> int:
 
 @lru_cache(maxsize=32)
 def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int, runs: int, person: str,
-          budget: int, source_name: str) -> Plan:
+          budget: int, source_name: str, conditions: Conditions) -> Plan:
     planned = chunk_plan(job_source, [{"name": n, "design": d, "tracker": t} for n, d, t in configs], depth, runs,
-                         person, source_name)
+                         person, source_name, conditions)
     npoints = planned.points
     sampled = depth == 2 and sum(n * n for n in npoints) > budget
     rows = []
@@ -64,10 +64,13 @@ def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int
 
 
 def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-               person: str = "scripted", source_name: str = "uploaded job", budget: int = PLAN_BUDGET) -> Plan:
+               person: str = "scripted", source_name: str = "uploaded job", budget: int = PLAN_BUDGET,
+               crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none") -> Plan:
     """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
-    see PLAN_BUDGET), computed with agentcore; nothing is stored or enqueued. Bad input raises
-    ValidationError as sweep_create does. Cached per process (the launch form asks on every change)."""
-    clean_settings(job_source, depth, runs, person, source_name)
+    see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
+    points there are); nothing is stored or enqueued. Bad input raises ValidationError as
+    sweep_create does. Cached per process (the launch form asks on every change)."""
+    conditions = Conditions(crash_model, fsync, tracker_fault)
+    clean_settings(job_source, depth, runs, person, source_name, conditions)
     key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
-    return _plan(job_source, key, depth, runs, person, budget, source_name)
+    return _plan(job_source, key, depth, runs, person, budget, source_name, conditions)

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_safe
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES
 from sweeps import exports, selectors
+from sweeps.configs import conditions_of
 from sweeps.forms import (
     CompareForm,
 )
@@ -53,7 +54,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         a, b = pair
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
-                 (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"))]
+                 (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),
+                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"))]
         context.update({
             "a": a, "b": b, "rows": rows, "changed": sum(r["changed"] for r in rows),
             "only_a": sum(r["b"] is None for r in rows), "only_b": sum(r["a"] is None for r in rows),
@@ -73,7 +75,7 @@ def compare_export(request: HttpRequest) -> HttpResponse:
     if pair is None:
         return bad_request(request, "choose two sweeps to compare (a and b)", form)
     a, b = pair
-    response = HttpResponse(exports.compare_csv(selectors.sweep_compare(a, b), a.pk, b.pk),
-                            content_type="text/csv; charset=utf-8")
+    response = HttpResponse(exports.compare_csv(selectors.sweep_compare(a, b), a.pk, b.pk, conditions_of(a),
+                                                conditions_of(b)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="compare-sweep-{a.pk}-with-{b.pk}.csv"'
     return response

@@ -15,6 +15,7 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_safe
 
 from sweeps import exports, selectors
+from sweeps.configs import conditions_of
 from sweeps.models import Sweep
 from sweeps.views._common import (
     bad_request,
@@ -37,7 +38,7 @@ def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
             "title": "Not final yet",
             "message": f"sweep {sweep.pk} is {sweep.status}: its table is not final ({why}); export it once the "
                        "sweep is done. The scenario rows can be exported now."}, status=409)
-    text = exports.table_text(selectors.sweep_table_rows(sweep), fmt)
+    text = exports.table_text(selectors.sweep_table_rows(sweep), fmt, conditions_of(sweep))
     response = HttpResponse(text, content_type=exports.TABLE_FORMATS[fmt][1])
     response["Content-Disposition"] = f'attachment; filename="{exports.filename(sweep.pk, "table", fmt)}"'
     return response
@@ -53,7 +54,8 @@ def export_scenarios(request: HttpRequest, sweep_id: int, fmt: str) -> HttpRespo
     if not form.is_valid():
         return bad_request(request, "bad filter values", form)
     rows = selectors.scenario_export_rows(sweep, form.filters())
-    body = exports.rows_csv(rows) if fmt == "csv" else exports.rows_jsonl(rows)
+    rows_text = exports.rows_csv if fmt == "csv" else exports.rows_jsonl
+    body = rows_text(rows, conditions_of(sweep))
     response = StreamingHttpResponse(body, content_type=exports.ROW_FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{exports.filename(sweep.pk, "scenarios", fmt)}"'
     return response

@@ -69,6 +69,11 @@ def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
     return configs.configs_for(data["designs"], data["trackers"])
 
 
+def _conditions(data: dict[str, Any]) -> dict[str, Any]:
+    """The crash model, fsync and tracker fault a valid launch form asks for, as keyword arguments."""
+    return {name: data[name] for name in configs.Conditions._fields}
+
+
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{max(round(seconds), 1)} s"
@@ -113,7 +118,7 @@ def sweep_plan(request: HttpRequest) -> JsonResponse:
     data = form.cleaned_data
     try:
         planned = planning.sweep_plan(job_source=data["job_source"], configs=_launch_configs(data), depth=data["depth"],
-                                  runs=data["runs"], person=data["person"])
+                                      runs=data["runs"], person=data["person"], **_conditions(data))
     except ValidationError as e:
         return JsonResponse({"errors": e.messages}, status=400)
     except DatabaseError as e:
@@ -133,7 +138,8 @@ def _launch(request: HttpRequest) -> HttpResponse:
     try:
         sweep = launch.sweep_create(user=request.user, job_source=data["job_source"], configs=_launch_configs(data),
                                     depth=data["depth"], runs=data["runs"], person=data["person"],
-                                    request_token=data["request_token"], name=data["name"], notes=data["notes"])
+                                    request_token=data["request_token"], name=data["name"], notes=data["notes"],
+                                    **_conditions(data))
     except ValidationError as e:
         for message in e.messages:
             form.add_error(None, message)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Sweep
@@ -18,6 +19,7 @@ MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 def launch_data(**kw: Any) -> dict[str, Any]:
     """A valid launch form (the triage job, the chapter's table), with changes."""
     data: dict[str, Any] = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
+                            "crash_model": "panic", "fsync": "on", "tracker_fault": "none",
                             "request_token": uuid.uuid4().hex}
     data.update(kw)
     return data
@@ -28,6 +30,20 @@ def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     sent: list[tuple[str, tuple]] = []
     monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: sent.append((name, tuple(args))))
     return sent
+
+
+def record_conditions(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[str, bool, str]]:
+    """The crash model, fsync and tracker fault of every configuration agentcore.sweep's function
+    `name` (run_chunk, points, ...) is called with, recorded as it runs: [(crash_model, fsync, tracker_fault), ...]."""
+    seen: list[tuple[str, bool, str]] = []
+    real = getattr(agentsweep, name)
+
+    def spy(cfg: agentsweep.Config, *args: Any, **kw: Any) -> Any:
+        seen.append((cfg.crash_model, cfg.fsync, cfg.tracker_fault))
+        return real(cfg, *args, **kw)
+
+    monkeypatch.setattr(agentsweep, name, spy)
+    return seen
 
 
 def sent_chunk_ids(sent: list[tuple[str, tuple]]) -> list[int]:

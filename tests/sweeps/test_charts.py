@@ -95,6 +95,25 @@ def test_kind_codes_are_one_per_crash_point_kind():
         "approval-pending": "AP"}
 
 
+def test_a_kind_added_later_never_takes_an_earlier_kind_s_code():
+    kinds = [k.value for k in Kind]
+    codes = charts.kind_codes([*kinds, "save-synced", "save-dir-synced", "save-removed", "tracker-crashed",
+                               "tracker-restarted"])
+    assert {k: codes[k] for k in kinds} == charts.KIND_CODES
+    assert (codes["save-synced"], codes["save-dir-synced"], codes["save-removed"], codes["tracker-restarted"]) == (
+        "SS", "SD", "SRE", "TRE")
+    assert len(set(codes.values())) == len(codes)
+
+
+def test_kind_codes_are_never_shared_even_past_the_second_word_s_letters():
+    codes = charts.kind_codes(["a-b", "ab", "a", "a-b-c"])
+    assert len(set(codes.values())) == 4 and codes["a-b"] == "AB"
+
+
+def test_a_kind_the_codes_do_not_know_shows_a_question_mark():
+    assert charts.kind_code("save-from-the-future x") == "?"
+
+
 def test_a_big_map_leaves_the_cells_without_text():
     cells = [{"config": 0, "first_point": f, "duplicates": 0} for f in range(1, charts.MAX_TEXT_CELLS + 2)]
     assert "text" not in charts.design_first_figure(cells, ["x"], {}, "duplicates")["data"][0]

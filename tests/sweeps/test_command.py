@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 import time
@@ -63,4 +64,72 @@ def test_user_errors_are_one_line_and_store_nothing(argv, message):
     with pytest.raises(CommandError, match=message) as e:
         call_command("sweep", *argv)
     assert "\n" not in str(e.value)
+    assert Sweep.objects.count() == 0
+
+
+@pytest.fixture
+def inline_workers(monkeypatch):
+    """The command's sweep played here, by the services, as a worker would play it: no broker, no worker."""
+    from sweeps import selectors
+    from sweeps.management.commands import sweep as command
+    from sweeps.models import Chunk
+    from sweeps.services import chunks
+    from tests.sweeps._web import record_enqueued
+
+    def wait(sweep_id, **kw):
+        for pk in Chunk.objects.filter(sweep_id=sweep_id).values_list("pk", flat=True):
+            chunks.chunk_run(chunk_id=pk)
+        return selectors.sweep_state(sweep_id)
+
+    record_enqueued(monkeypatch)
+    monkeypatch.setattr(command.workers, "await_queue_worker", lambda: 0)
+    monkeypatch.setattr(command.recovery, "sweep_wait", wait)
+
+
+@pytest.mark.django_db
+def test_the_conditions_options_are_stored_with_the_sweep(inline_workers):
+    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--crash-model",
+                 "power-cut", "--fsync", "off", "--tracker-fault", "crash", stdout=io.StringIO(), stderr=io.StringIO())
+    sweep = Sweep.objects.get()
+    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
+    assert sweep.status == Sweep.Status.DONE
+
+
+@pytest.mark.django_db
+def test_without_the_conditions_options_the_sweep_has_agentcore_s_defaults(inline_workers):
+    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    sweep = Sweep.objects.get()
+    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("panic", True, "none")
+
+
+@pytest.mark.django_db
+def test_a_planted_store_bug_is_stored_in_the_design_s_name(inline_workers):
+    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--bug", "skip_dir_fsync",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    assert Sweep.objects.get().configs[0]["design"] == "loop+skip_dir_fsync"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("argv", "message"), [
+    (["table", "--crash-model", "earthquake"], "invalid choice: 'earthquake'"),
+    (["table", "--fsync", "maybe"], "invalid choice: 'maybe'"),
+    (["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "flaky"], "invalid choice: 'flaky'"),
+])
+def test_bad_conditions_on_the_command_line_are_one_line_and_store_nothing(argv, message):
+    with pytest.raises(CommandError, match=message) as e:
+        call_command("sweep", *argv)
+    assert "\n" not in str(e.value)
+    assert Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("options", "message"), [
+    ({"crash_model": "earthquake"}, "crash model must be one of panic, power-cut, kill, not 'earthquake'"),
+    ({"fsync": "maybe"}, "--fsync must be on or off, not 'maybe'"),
+    ({"tracker_fault": "flaky"}, "tracker fault must be one of none, crash, not 'flaky'"),
+])
+def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothing(options, message):
+    with pytest.raises(CommandError, match=re.escape(message)):
+        call_command("sweep", "table", "--depth", "1", **options)
     assert Sweep.objects.count() == 0

@@ -1,4 +1,5 @@
-"""Exports: the table through agentcore.report.render, scenario rows as CSV and JSON lines."""
+"""Exports: the table through agentcore.report.render with the sweep's conditions, scenario rows as CSV and
+JSON lines."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import csv
 import io
 import json
 
-import pytest
-
 from agentcore.records import TableRow
 from agentcore.report import render
 from sweeps import exports, selectors
+from sweeps.configs import Conditions
 
 ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, 0, 7), TableRow("keys and markers", 43, 1014)]
+PANIC = Conditions()
+POWER_CUT = Conditions("power-cut", False, "crash")
 
 
 def row(**kw) -> dict:
@@ -24,22 +26,37 @@ def row(**kw) -> dict:
     return base
 
 
-@pytest.mark.parametrize("suffix,fmt", [("csv", "csv"), ("json", "json"), ("md", "markdown")])
-def test_table_text_is_agentcore_render(suffix, fmt):
-    assert exports.table_text(ROWS, suffix) == render(ROWS, fmt)
+def test_table_csv_is_agentcore_render_with_the_conditions_as_last_columns():
+    lines = list(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", POWER_CUT))))
+    width = len(lines[0]) - len(exports.CONDITION_FIELDS)
+    assert [line[:width] for line in lines] == list(csv.reader(io.StringIO(render(ROWS, "csv"))))
+    assert lines[0][width:] == ["crash_model", "fsync", "tracker_fault"]
+    assert {tuple(line[width:]) for line in lines[1:]} == {("power-cut", "off", "crash")}
 
 
-def test_table_json_has_name_and_columns():
-    assert json.loads(exports.table_text(ROWS, "json"))[0] == ROWS[0].to_dict()
+def test_table_json_is_agentcore_render_with_the_conditions_in_every_row():
+    rows = json.loads(exports.table_text(ROWS, "json", POWER_CUT))
+    assert [{k: v for k, v in r.items() if k not in exports.CONDITION_FIELDS} for r in rows] == json.loads(
+        render(ROWS, "json"))
+    assert rows[0]["crash_model"] == "power-cut" and rows[0]["fsync"] == "off" and rows[0]["tracker_fault"] == "crash"
+
+
+def test_table_markdown_opens_with_the_conditions_line_then_agentcore_render():
+    assert exports.table_text(ROWS, "md", POWER_CUT) == (
+        "crash model: power-cut, fsync off, tracker fault: crash\n\n" + render(ROWS, "markdown"))
 
 
 def test_table_markdown_has_the_chapter_titles():
-    assert exports.table_text(ROWS, "md").splitlines()[0] == (
+    assert exports.table_text(ROWS, "md", PANIC).splitlines()[2] == (
         "| design | once | twice | with dups | dups | missing | asks | calls+ |")
 
 
+def test_table_of_the_default_conditions_says_them_too():
+    assert exports.table_text(ROWS, "md", PANIC).splitlines()[0] == "crash model: panic, fsync on"
+
+
 def test_rows_csv_header_and_values():
-    lines = "".join(exports.rows_csv([row(), row(second_point=2, second_kind="save-renamed", duplicates=1)]))
+    lines = "".join(exports.rows_csv([row(), row(second_point=2, second_kind="save-renamed", duplicates=1)], PANIC))
     parsed = list(csv.DictReader(io.StringIO(lines)))
     assert tuple(parsed[0]) == exports.ROW_FIELDS
     assert parsed[0]["second_point"] == "" and parsed[1]["second_point"] == "2"
@@ -47,11 +64,11 @@ def test_rows_csv_header_and_values():
 
 
 def test_rows_csv_of_nothing_is_the_header():
-    assert "".join(exports.rows_csv([])) == ",".join(exports.ROW_FIELDS) + "\n"
+    assert "".join(exports.rows_csv([], PANIC)) == ",".join(exports.ROW_FIELDS) + "\n"
 
 
 def test_rows_jsonl_one_object_per_line():
-    text = "".join(exports.rows_jsonl([row(), row(first_point=2)]))
+    text = "".join(exports.rows_jsonl([row(), row(first_point=2)], PANIC))
     objs = [json.loads(line) for line in text.splitlines()]
     assert [o["first_point"] for o in objs] == [1, 2]
     assert objs[0]["second_point"] is None and list(objs[0]) == list(exports.ROW_FIELDS)
@@ -65,7 +82,7 @@ def test_rows_are_produced_lazily_in_batches():
             produced.append(i)
             yield row(first_point=i)
 
-    pieces = exports.rows_jsonl(source())
+    pieces = exports.rows_jsonl(source(), PANIC)
     first = next(pieces)
     assert first.count("\n") == exports.BATCH and len(produced) == exports.BATCH
     assert sum(p.count("\n") for p in pieces) == 1200 - exports.BATCH
@@ -78,11 +95,34 @@ def test_filename():
 def test_compare_csv_has_both_sides_and_the_difference_per_column():
     rows = selectors.compare_tables([TableRow("x", 1, 2, 0, 0, 0, 3, 0), TableRow("gone", 5)],
                                     [TableRow("x", 1, 4, 0, 0, 0, 1, 0)])
-    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9))))
+    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC))))
     assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
-    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * 7
+    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * 7 + 2
     x = dict(zip(lines[0], lines[1], strict=True))
     assert (x["sweep_a"], x["sweep_b"], x["in"], x["changed"]) == ("7", "9", "both", "yes")
     assert (x["twice_a"], x["twice_b"], x["twice_diff"], x["asks_diff"], x["once_diff"]) == ("2", "4", "2", "-2", "0")
     gone = dict(zip(lines[0], lines[2], strict=True))
     assert (gone["in"], gone["once_a"], gone["once_b"], gone["once_diff"]) == ("a only", "5", "", "")
+
+
+def test_rows_csv_carries_the_sweep_s_conditions_in_every_row():
+    parsed = list(csv.DictReader(io.StringIO("".join(exports.rows_csv([row(), row(first_point=2)], POWER_CUT)))))
+    assert {(r["crash_model"], r["fsync"], r["tracker_fault"]) for r in parsed} == {("power-cut", "off", "crash")}
+
+
+def test_rows_jsonl_carries_the_sweep_s_conditions_after_the_configuration_name():
+    (obj,) = [json.loads(line) for line in "".join(exports.rows_jsonl([row()], POWER_CUT)).splitlines()]
+    assert list(obj)[2:6] == ["config_name", "crash_model", "fsync", "tracker_fault"]
+    assert (obj["crash_model"], obj["fsync"], obj["tracker_fault"]) == ("power-cut", "off", "crash")
+
+
+def test_compare_csv_says_each_sweep_s_conditions():
+    rows = selectors.compare_tables([TableRow("x", 1)], [TableRow("x", 1)])
+    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, POWER_CUT)))
+    x = dict(zip(header, line, strict=True))
+    assert (x["conditions_a"], x["conditions_b"]) == ("panic, fsync on", "power-cut, fsync off, tracker fault: crash")
+
+
+def test_condition_values_are_the_command_line_s_option_values():
+    assert exports.condition_values(Conditions("kill", False, "none")) == {
+        "crash_model": "kill", "fsync": "off", "tracker_fault": "none"}

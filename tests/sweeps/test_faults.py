@@ -289,7 +289,8 @@ def test_a_sweep_survives_a_broker_restart(redis_lab, capsys):
 
 def launch_form(**kw: Any) -> dict[str, Any]:
     data = {"job": "triage", "preset": "custom", "designs": ["markers"], "trackers": ["keyed"], "depth": 1,
-            "runs": 1, "person": "scripted", "request_token": str(uuid.uuid4())}
+            "runs": 1, "person": "scripted", "crash_model": "panic", "fsync": "on", "tracker_fault": "none",
+            "request_token": str(uuid.uuid4())}
     data.update(kw)
     return data
 

@@ -8,6 +8,7 @@ import uuid
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
 from agentcore.jobs import Job
 from sweeps.forms import (
     AnswerForm,
@@ -23,7 +24,7 @@ from tests.sweeps import _data
 
 def launch(files=None, **kw) -> LaunchForm:
     data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-            "request_token": uuid.uuid4().hex}
+            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "request_token": uuid.uuid4().hex}
     data.update(kw)
     return LaunchForm(data, files or {})
 
@@ -194,3 +195,38 @@ def test_answer_form_needs_a_choice():
 
 def test_person_choices_match_the_model():
     assert {c for c, _ in LaunchForm().fields["person"].choices} == set(Sweep.Person.values)
+
+
+# --- the conditions: crash model, fsync, tracker fault -------------------------------------------
+
+def test_launch_conditions_come_out_typed():
+    f = launch(crash_model="power-cut", fsync="off", tracker_fault="crash")
+    assert f.is_valid(), f.errors
+    assert (f.cleaned_data["crash_model"], f.cleaned_data["fsync"], f.cleaned_data["tracker_fault"]) == (
+        "power-cut", False, "crash")
+
+
+def test_launch_conditions_start_at_agentcore_s_defaults():
+    form = LaunchForm()
+    assert [form.fields[n].initial for n in ("crash_model", "fsync", "tracker_fault")] == ["panic", "on", "none"]
+
+
+def test_launch_offers_agentcore_s_crash_models_and_tracker_faults():
+    form = LaunchForm()
+    assert [c for c, _ in form.fields["crash_model"].choices] == list(CRASH_MODELS)
+    assert [c for c, _ in form.fields["tracker_fault"].choices] == list(TRACKER_FAULTS)
+    assert [c for c, _ in form.fields["fsync"].choices] == ["on", "off"]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("crash_model", "earthquake"), ("crash_model", ""), ("crash_model", "PANIC"), ("fsync", "yes"), ("fsync", ""),
+    ("fsync", "true"), ("tracker_fault", "flaky"), ("tracker_fault", ""),
+])
+def test_launch_bad_conditions_are_errors_of_their_field(field, value):
+    f = launch(**{field: value})
+    assert not f.is_valid()
+    assert list(f.errors) == [field]
+
+
+def test_filters_offer_the_corrupt_status():
+    assert "corrupt" in [c for c, _ in ScenarioFilterForm.base_fields["status"].choices]

@@ -32,6 +32,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
 from agentcore.world import MODES
@@ -186,6 +187,9 @@ FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[tuple[Any, boo
     "runs": (st.sampled_from(["1", "1", "2", "07", " 2 "]),
              spoiled(["0", "11", "-1", "", "x", "1e1", "9" * 30, "1.5"], [str(n) for n in range(1, 11)])),
     "person": (st.sampled_from(["scripted", "queue"]), spoiled(["", "x", "robot"], ["scripted", "queue"])),
+    "crash_model": (st.sampled_from(CRASH_MODELS), spoiled(["", "PANIC", "power cut", "panic "], list(CRASH_MODELS))),
+    "fsync": (st.sampled_from(["on", "off"]), spoiled(["", "yes", "true", "1", "ON"], ["on", "off"])),
+    "tracker_fault": (st.sampled_from(TRACKER_FAULTS), spoiled(["", "crashes", "None"], list(TRACKER_FAULTS))),
     "request_token": (st.one_of(st.uuids().map(lambda u: u.hex), st.uuids().map(str)),
                       st.one_of(st.sampled_from(["", "x", "not-a-uuid", "1" * 40, "' OR 1=1"]).map(
                           lambda v: (v, False)), st.text(max_size=40).map(lambda v: (v, None)))),
@@ -259,6 +263,8 @@ def test_fuzz_launch_form(client_in):
                 sweep = Sweep.objects.get(pk=int(r["Location"].rstrip("/").rsplit("/", 1)[1]))
                 assert (sweep.depth, sweep.runs, sweep.person) == (int(data["depth"]), int(data["runs"]),
                                                                    data["person"])
+                assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == (
+                    data["crash_model"], data["fsync"] == "on", data["tracker_fault"])
                 assert Chunk.objects.filter(sweep=sweep).count() == sweep.total_chunks > 0
             else:
                 assert outcome == (400, 0, 0), outcome  # a form error, nothing stored or enqueued

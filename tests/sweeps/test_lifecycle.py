@@ -24,7 +24,14 @@ from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data, record_enqueued, sent_chunk_ids, sent_resumes, waiting_sweep
+from tests.sweeps._web import (
+    launch_data,
+    record_conditions,
+    record_enqueued,
+    sent_chunk_ids,
+    sent_resumes,
+    waiting_sweep,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -143,6 +150,18 @@ def test_planning_stores_and_enqueues_nothing(enqueued):
 def test_planning_bad_settings_raises_as_creating_does(bad):
     with pytest.raises(ValidationError):
         planning.sweep_plan(**{"job_source": TRIAGE, "configs": LOOP, **bad})
+
+
+def test_planning_bad_conditions_raises_as_creating_does():
+    with pytest.raises(ValidationError, match="fsync must be on or off"):
+        planning.sweep_plan(job_source=TRIAGE, configs=LOOP, fsync="off")
+
+
+def test_the_plan_plays_the_configurations_under_the_conditions(monkeypatch):
+    played = record_conditions(monkeypatch, "points")
+    planning.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="kill", fsync=False,
+                        tracker_fault="crash")
+    assert played == [("kill", False, "crash")]
 
 
 def test_the_rate_is_the_default_until_a_sweep_finished():
@@ -507,6 +526,22 @@ def test_the_plan_endpoint_gives_the_table_s_size_and_a_time(as_role, users, enq
     assert p["text"] == ("412 chunks · 9,663 scenarios · about 3 s at 3,000 scenarios/s, "
                          "measured over 1 finished sweep here (depth 2, 1 run)")
     assert Sweep.objects.count() == 1 and enqueued == []  # the measured one only; nothing enqueued
+
+
+def test_the_plan_endpoint_plans_under_the_form_s_conditions(as_role, users, monkeypatch):
+    asked = []
+    real = planning.sweep_plan
+    monkeypatch.setattr(planning, "sweep_plan", lambda **kw: asked.append(kw) or real(**kw))
+    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(crash_model="power-cut", fsync="off",
+                                                                   tracker_fault="crash", depth="1"))
+    assert r.status_code == 200
+    assert [(kw["crash_model"], kw["fsync"], kw["tracker_fault"]) for kw in asked] == [("power-cut", False, "crash")]
+
+
+def test_the_plan_endpoint_names_a_bad_condition(as_role, users):
+    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(crash_model="earthquake"))
+    assert r.status_code == 400
+    assert r.json()["errors"] == ["crash_model: Select a valid choice. earthquake is not one of the available choices."]
 
 
 def test_the_plan_endpoint_says_about_for_an_estimate(as_role, users):

@@ -15,7 +15,7 @@ from sweeps import configs as sweep_configs
 from sweeps import limits, schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue, timelines
-from tests.sweeps._web import record_enqueued, sent_chunk_ids
+from tests.sweeps._web import record_conditions, record_enqueued, sent_chunk_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -81,6 +81,70 @@ def test_create_rejects_bad_settings_and_stores_nothing(bad, enqueued, django_ca
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError):
         create(**bad)
     assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0 and enqueued == []
+
+
+# --- the conditions: crash model, fsync, tracker fault ---------------------------------------------
+
+POWER_CUT = {"crash_model": "power-cut", "fsync": False, "tracker_fault": "crash"}
+
+
+def test_create_stores_the_conditions():
+    sweep = create(**POWER_CUT)
+    sweep.refresh_from_db()
+    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
+
+
+def test_create_without_conditions_stores_agentcore_s_defaults():
+    sweep = create()
+    sweep.refresh_from_db()
+    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("panic", True, "none")
+
+
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"crash_model": "earthquake"}, "crash model must be one of panic, power-cut, kill, not 'earthquake'"),
+    ({"crash_model": None}, "crash model must be one of panic, power-cut, kill, not None"),
+    ({"fsync": "off"}, "fsync must be on or off (True or False), not 'off'"),
+    ({"fsync": 0}, "fsync must be on or off (True or False), not 0"),
+    ({"tracker_fault": "flaky"}, "tracker fault must be one of none, crash, not 'flaky'"),
+    ({"tracker_fault": ["crash"]}, "tracker fault must be one of none, crash, not ['crash']"),
+])
+def test_create_rejects_bad_conditions_with_a_clear_message_and_stores_nothing(
+        bad, message, enqueued, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError) as e:
+        create(**bad)
+    assert e.value.messages == [message]
+    assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0 and enqueued == []
+
+
+def test_sweep_check_rejects_bad_conditions_as_create_does():
+    with pytest.raises(ValidationError, match="crash model must be one of"):
+        sweep_configs.sweep_check(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="earthquake")
+
+
+def test_the_chunk_plan_plays_every_configuration_under_the_conditions():
+    planned = sweep_configs.chunk_plan(TRIAGE, LOOP + MARKERS, 1, 1, "scripted", "t",
+                                       sweep_configs.Conditions("kill", False, "crash"))
+    assert {(c.crash_model, c.fsync, c.tracker_fault) for c in planned.agent_configs} == {("kill", False, "crash")}
+
+
+def test_every_agentcore_config_of_a_sweep_carries_its_conditions():
+    sweep = create(configs=LOOP + MARKERS, **POWER_CUT)
+    cfgs = sweep_configs.agent_configs(sweep)
+    assert [(c.crash_model, c.fsync, c.tracker_fault) for c in cfgs] == [("power-cut", False, "crash")] * 2
+    assert cfgs[0].conditions == "power-cut, fsync off, tracker fault: crash"
+
+
+def test_the_cached_configs_of_two_sweeps_that_differ_only_in_conditions_differ():
+    panic, power_cut = create(), create(**POWER_CUT)
+    assert sweep_configs.agent_config(panic, 0).crash_model == "panic"
+    assert sweep_configs.agent_config(power_cut, 0).crash_model == "power-cut"
+
+
+def test_chunks_are_played_under_the_sweep_s_conditions(monkeypatch):
+    sweep = create(**POWER_CUT)
+    played = record_conditions(monkeypatch, "run_chunk")
+    chunks.chunks_run(chunk_ids=chunk_ids(sweep)[:2])
+    assert played == [("power-cut", False, "crash")] * 2
 
 
 def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(

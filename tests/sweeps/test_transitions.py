@@ -118,3 +118,29 @@ def test_no_status_is_written_but_through_take():
                  if "migrations" not in p.parts and p.name != "models.py" and pattern.search(p.read_text())]
     assert offenders == []
     assert "take" in vars(models)
+
+
+def test_a_resume_whose_restart_finds_a_corrupt_checkpoint_stores_the_scenario_corrupt(monkeypatch):
+    """agentcore's "corrupt" (the restart could not read its checkpoint) is a status a resume may store."""
+    from dataclasses import replace
+
+    from tests.sweeps._web import waiting_sweep
+
+    record_enqueued(monkeypatch)
+    sweep = waiting_sweep()
+    q = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
+    take(Question, q.pk, Question.Status.ANSWERED, answer=True)
+    real = questions._resumed
+
+    def corrupt(question):
+        resumed = real(question)
+        return replace(resumed, record=replace(resumed.record, status="corrupt"))
+
+    monkeypatch.setattr(questions, "_resumed", corrupt)
+    assert questions.question_resume(question_id=q.pk) is True
+    assert Scenario.objects.get(pk=q.scenario_id).status == Scenario.Status.CORRUPT
+
+
+def test_a_corrupt_scenario_is_final():
+    with pytest.raises(IllegalTransition):
+        take(Scenario, 1, Scenario.Status.WAITING, sources=[Scenario.Status.CORRUPT])

@@ -23,7 +23,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from agentcore.report import render
-from sweeps import selectors
+from sweeps import exports, selectors
+from sweeps.configs import Conditions
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
@@ -88,7 +89,7 @@ def count_shown(page: str) -> int:
 
 def launch_data(**kw) -> dict:
     data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-            "request_token": uuid.uuid4().hex}
+            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "request_token": uuid.uuid4().hex}
     data.update(kw)
     return data
 
@@ -145,6 +146,22 @@ def test_launch_table_preset_creates_the_chapter_sweep(auth, user):
     assert len(sweep.configs) == 11 and sweep.created_by == user and sweep.total_chunks > 0
 
 
+def test_launch_stores_the_conditions_chosen(auth):
+    auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"], trackers=["keyed"], depth="1",
+                                                    crash_model="power-cut", fsync="off", tracker_fault="crash"))
+    sweep = Sweep.objects.get()
+    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
+
+
+def test_launch_form_offers_the_conditions_with_their_defaults_selected(auth):
+    page = text(auth.get(reverse("sweeps:list")))
+    form = re.search(r'<fieldset id="conditions">(.*?)</fieldset>', page, re.S).group(1)
+    assert re.search(r'<option value="panic" selected>', form) and '<option value="power-cut">' in form
+    assert re.search(r'<option value="on" selected>', form) and '<option value="off">' in form
+    assert re.search(r'<option value="none" selected>', form) and '<option value="crash">' in form
+    assert "what a crash leaves of the checkpoint files" in form
+
+
 def test_launch_twice_with_one_token_makes_one_sweep(auth):
     data = launch_data()
     first, second = auth.post(reverse("sweeps:launch"), data), auth.post(reverse("sweeps:launch"), data)
@@ -184,6 +201,7 @@ def test_launch_of_the_built_in_job_with_a_file_chosen_is_refused(auth):
     {"preset": "custom", "designs": [], "trackers": ["keyed"]},
     {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
     {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "3"}, {"person": "robot"},
+    {"crash_model": "earthquake"}, {"fsync": "maybe"}, {"tracker_fault": "flaky"},
     {"request_token": "not-a-uuid"},
 ], ids=lambda c: ",".join(c))
 def test_launch_bad_input_is_400_and_stores_nothing(auth, changes):
@@ -236,6 +254,19 @@ def test_sweep_page_shows_the_table(client, sweep):
     assert table_numbers(page, sweep.configs[0]["name"]) == [2, 2, 1, 2, 1, 1, 3]
     assert table_numbers(page, sweep.configs[1]["name"]) == [1, 0, 1, 1, 0, 0, 0]
     assert table_numbers(page, sweep.configs[2]["name"]) == [0] * 7
+
+
+def test_sweep_page_says_the_conditions_by_the_table(client, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(crash_model="power-cut", fsync=False, tracker_fault="crash")
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    line = re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1)
+    assert line == "crash model: power-cut, fsync off, tracker fault: crash"
+    assert page.index("Variant comparison") < page.index('id="conditions"') < page.index('id="results"')
+
+
+def test_sweep_page_says_the_default_conditions_too(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert re.search(r'<p id="conditions"[^>]*>crash model: panic, fsync on</p>', page)
 
 
 def test_sweep_page_numbers_link_to_their_scenarios(client, sweep):
@@ -482,6 +513,18 @@ def test_scenario_filters(client, sweep, query, expected):
     r = scenarios(client, sweep, query)
     assert r.status_code == 200
     assert count_shown(text(r)) == expected
+
+
+def test_scenario_list_shows_and_filters_a_corrupt_scenario(client, sweep):
+    _data.add(sweep, 2, 1, status=Scenario.Status.CORRUPT)
+    page = text(scenarios(client, sweep, "status=corrupt"))
+    assert count_shown(page) == 1 and '<span class="status status-corrupt">corrupt</span>' in page
+
+
+def test_scenario_page_shows_the_corrupt_status(client, sweep):
+    s = _data.add(sweep, 2, 1, status=Scenario.Status.CORRUPT)
+    page = text(client.get(reverse("sweeps:scenario", args=[s.pk])))
+    assert '<span class="status status-corrupt">corrupt</span>' in page
 
 
 def test_scenario_list_shows_the_rows(client, sweep):
@@ -746,13 +789,48 @@ def test_export_needs_login(client, sweep):
         assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
-@pytest.mark.parametrize("suffix,fmt", [("csv", "csv"), ("json", "json"), ("md", "markdown")])
-def test_export_table_is_the_chapter_layout(auth, sweep, suffix, fmt):
+@pytest.mark.parametrize("suffix", ["csv", "json", "md"])
+def test_export_table_is_the_chapter_layout_with_the_sweep_s_conditions(auth, sweep, suffix):
     Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)
     r = auth.get(reverse("sweeps:export_table", args=[sweep.pk, suffix]))
     assert r.status_code == 200
-    assert text(r) == render(selectors.sweep_table(sweep), fmt)
+    assert text(r) == exports.table_text(selectors.sweep_table(sweep), suffix, Conditions())
     assert f'filename="sweep-{sweep.pk}-table.{suffix}"' in r["Content-Disposition"]
+
+
+def test_export_table_markdown_is_agentcore_s_after_the_conditions_line(auth, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE, crash_model="power-cut", fsync=False)
+    r = auth.get(reverse("sweeps:export_table", args=[sweep.pk, "md"]))
+    assert text(r) == "crash model: power-cut, fsync off\n\n" + render(selectors.sweep_table(sweep), "markdown")
+
+
+def test_export_table_csv_carries_the_sweep_s_conditions(auth, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE, crash_model="kill", fsync=False,
+                                             tracker_fault="crash")
+    rows = list(csv.DictReader(io.StringIO(text(auth.get(reverse("sweeps:export_table", args=[sweep.pk, "csv"]))))))
+    assert len(rows) == 3 and {(r["crash_model"], r["fsync"], r["tracker_fault"]) for r in rows} == {
+        ("kill", "off", "crash")}
+
+
+def test_export_table_json_carries_the_sweep_s_conditions(auth, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE, crash_model="power-cut")
+    rows = json.loads(text(auth.get(reverse("sweeps:export_table", args=[sweep.pk, "json"]))))
+    assert {(r["crash_model"], r["fsync"], r["tracker_fault"]) for r in rows} == {("power-cut", "on", "none")}
+
+
+def test_export_scenarios_carry_the_sweep_s_conditions(auth, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(crash_model="power-cut", fsync=False)
+    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]))
+    lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
+    assert len(lines) == 5 and {(x["crash_model"], x["fsync"], x["tracker_fault"]) for x in lines} == {
+        ("power-cut", "off", "none")}
+
+
+def test_export_scenarios_csv_of_a_corrupt_scenario_says_so(auth, sweep):
+    _data.add(sweep, 2, 1, status=Scenario.Status.CORRUPT)
+    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]) + "?status=corrupt")
+    (row,) = csv.DictReader(io.StringIO(b"".join(r.streaming_content).decode()))
+    assert (row["config"], row["status"]) == ("2", "corrupt")
 
 
 @pytest.mark.parametrize("suffix", ["csv", "json", "md"])
@@ -868,6 +946,29 @@ def test_compare_says_when_the_job_files_differ(client, sweep, other_sweep):
     assert 'id="jobs-differ"' not in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     Sweep.objects.filter(pk=other_sweep.pk).update(job_source='{"name": "triage", "changed": 1}')
     assert 'id="jobs-differ"' in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+
+
+def test_compare_shows_each_sweep_s_conditions(client, sweep, other_sweep):
+    Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="power-cut", fsync=False)
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert re.findall(r'<span class="conditions">(.*?)</span>', page) == [
+        "crash model: panic, fsync on", "crash model: power-cut, fsync off"]
+
+
+def test_compare_says_when_the_conditions_differ(client, sweep, other_sweep):
+    assert "setup-differs" not in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="power-cut", fsync=False, tracker_fault="crash")
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert re.findall(r'<p class="setup-differs">(.*?)</p>', page) == [
+        "Different crash model: panic in A, power-cut in B.", "Different fsync: on in A, off in B.",
+        "Different tracker fault: none in A, crash in B."]
+
+
+def test_compare_export_carries_each_sweep_s_conditions(auth, sweep, other_sweep):
+    Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="kill")
+    r = auth.get(reverse("sweeps:compare_export") + f"?a={sweep.pk}&b={other_sweep.pk}")
+    lines = list(csv.DictReader(io.StringIO(text(r))))
+    assert {(line["conditions_a"], line["conditions_b"]) for line in lines} == {("panic, fsync on", "kill, fsync on")}
 
 
 @pytest.mark.parametrize("query", ["?a=x&b=1", "?a=0&b=1", "?a=1&b=-4", "?a=1&b=99999999999999999999"])

@@ -1,6 +1,7 @@
 """python manage.py sweep: `python -m agentcore table` / `sweep`, run through the dashboard.
 
-The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout.
+The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout;
+--crash-model, --fsync and --tracker-fault are stored with the sweep, as the launch form's are.
 The sweep is created by services.launch.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
 same database and broker and stops at the end. Without --workers it first asks (Celery's remote
@@ -45,6 +46,13 @@ def seconds(text: str) -> float:
     return n
 
 
+def _fsync(value: str) -> bool:
+    """--fsync on|off (argparse checks it on the command line; call_command's keyword arguments are not)."""
+    if value not in ("on", "off"):
+        raise CommandError(f"--fsync must be on or off, not {value!r}")
+    return value == "on"
+
+
 class Command(BaseCommand):
     help = "Sweep the chapter's table or one configuration through the dashboard's workers and print the table."
 
@@ -63,6 +71,8 @@ class Command(BaseCommand):
         else:
             design = options["design"] + "".join(f"+{b}" for b in options["bug"])
             cfgs, runs = configs.configs_for([design], [options["tracker"]]), options["runs"]
+        conditions = {"crash_model": options["crash_model"], "fsync": _fsync(options["fsync"]),
+                      "tracker_fault": options["tracker_fault"]}
         if options["records"]:
             folder = os.path.dirname(os.path.abspath(options["records"]))
             if not os.path.isdir(folder):
@@ -70,10 +80,10 @@ class Command(BaseCommand):
         try:
             if not options["workers"]:  # user errors first, then whether anything would run it
                 configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                    source_name=source_name)
+                                    source_name=source_name, **conditions)
                 self._need_workers()
             sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
-                                        runs=runs, source_name=source_name)
+                                        runs=runs, source_name=source_name, **conditions)
         except ValidationError as e:
             raise CommandError("; ".join(e.messages)) from None
         except (KombuError, DatabaseError, OSError) as e:
