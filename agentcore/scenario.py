@@ -42,7 +42,7 @@ from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
 from agentcore.disk import MemoryFiles, PowerCutDisk, State, ram_dir
 from agentcore.loop import Loop, ToolGaveUp
-from agentcore.state import RESTART_TEXT, Durable, World
+from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.trackerfault import Relay
 from agentcore.world import QueuePerson, Suspended
 
@@ -149,7 +149,7 @@ class _Scenario:
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
         self.cfg, self.options = cfg, options
-        self.paths = [os.path.join(workdir or "", f"run-{i + 1}.json") for i in range(cfg.runs)]
+        self.paths = [os.path.join(workdir or "", checkpoint_name(i)) for i in range(cfg.runs)]
         self.disk = _disk(cfg, workdir, self.paths)
         files = start.files if start is not None else {}
         _lay_out(self.disk, self.paths, files)

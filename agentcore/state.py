@@ -41,6 +41,11 @@ _OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int}
 RESTART_TEXT = "a new process starts from the checkpoint"
 
 
+def checkpoint_name(seq: int) -> str:
+    """The checkpoint file of job run `seq` (0-based); its temp file adds ".tmp"."""
+    return f"run-{seq + 1}.json"
+
+
 @dataclass(slots=True)
 class Durable:
     """What a process starts from: the world and the checkpoint files, as the module says."""
@@ -76,11 +81,14 @@ class Durable:
             raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
         if "fault" in tracker and not _replays(tracker):
             raise CheckpointError(f"{name}: stored durable state: the tracker's log is corrupt")
+        loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
             if not isinstance(text, str):
                 raise CheckpointError(f"{name}: checkpoint {fname}: not text")
-            # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
-            parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
+            if fname == loaded:  # the one a restart reads: the others (temp files, finished job
+                # runs' checkpoints) may be as torn as a power cut left them, and nobody reads them
+                # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
+                parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
                    **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"))
 

@@ -156,3 +156,15 @@ def test_the_limits_are_the_ones_enforced():
     Config(TRIAGE, designs.get("loop"), "keyed", runs=limits.MAX_RUNS)
     with pytest.raises(ValueError, match="runs must be between 1 and 100"):
         Config(TRIAGE, designs.get("loop"), "keyed", runs=limits.MAX_RUNS + 1)
+
+
+def test_a_stored_state_may_hold_torn_files_no_restart_reads(paused):
+    # A power cut tears temp files and, without fsync, finished job runs' checkpoints: only the
+    # checkpoint the restart loads must parse.
+    d = copy.deepcopy(paused)
+    d["files"]["run-1.json.tmp"] = '{"run_id": "ru'
+    d["files"]["run-0.json"] = ""
+    assert Durable.from_dict(d, "q").files == d["files"]
+    d["files"]["run-1.json"] = '{"run_id": "ru'
+    with pytest.raises(CheckpointError, match="q: checkpoint run-1.json: corrupt or truncated"):
+        Durable.from_dict(d, "q")
