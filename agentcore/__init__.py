@@ -1,7 +1,8 @@
 """agentcore: a durable agent loop, stand-ins for the world it acts on, and a crash sweep.
 
 Pure Python, standard library only; it never imports Django. Where each concept lives:
-keys.py (the idempotency key), checkpoint.py (the checkpoint store), crash.py (crash points),
+keys.py (the idempotency key), checkpoint.py (the checkpoint store), disk.py (the simulated disks
+and what a crash leaves of them: panic, power-cut), kill.py (the kill crash model), crash.py (crash points),
 world.py (tracker, tool server, model, person), jobs.py (job files), limits.py (every limit),
 ladder.py (settling unknown outcomes), designs.py (the designs compared), loop.py (the loop engine),
 config.py (configurations and the chapter's table), state.py (a scenario's world and its durable

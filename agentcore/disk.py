@@ -38,6 +38,7 @@ import os
 import random
 import zlib
 from collections.abc import Iterable
+from itertools import product
 
 BLOCK = 512
 MAX_STATES = 8
@@ -112,7 +113,7 @@ class PowerCutDisk(MemoryFiles):
     """The page cache (inherited) over a durable layer; see the module's rules."""
 
     __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
-                 "cached", "cached_version", "read_paths", "syncs")
+                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents")
 
     def __init__(self, read: Iterable[str] = (), data: State | None = None) -> None:
         """`read`: the paths a load reads (the checkpoints); states that differ elsewhere (in temp
@@ -130,6 +131,10 @@ class PowerCutDisk(MemoryFiles):
         self.cached: list[tuple[frozenset[tuple[str, bytes]], str, State]] = []
         self.cached_version = (-1, -1)
         self.syncs = 0  # fsyncs change what a power cut leaves, not the files as the process sees them
+        # per prefix of the pending name operations (the empty one first), the files the paths name
+        self.assignments: list[tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]] = []
+        self.assigned: set[tuple[tuple[str, int], ...]] = set()
+        self.contents: dict[int, list[bytes]] = {}  # inode -> what it may hold after a crash
         self.reset(data or {})
 
     def read(self, path: str) -> bytes | None:
@@ -143,6 +148,8 @@ class PowerCutDisk(MemoryFiles):
             self.next_inode += 1
             self.names[path], self.inodes[ino], self.durable[ino] = ino, b"", b""
             self.pending_names.append(("create", path, None, ino))
+            self._assign()
+        self.contents.pop(ino, None)
         steps = self.pending.setdefault(ino, [])
         steps += [b"", data]  # the truncate, then the data
         self.inodes[ino] = data
@@ -152,6 +159,7 @@ class PowerCutDisk(MemoryFiles):
         ino = self.names[path]
         self.durable[ino] = self.inodes[ino]
         self.pending.pop(ino, None)
+        self.contents.pop(ino, None)
         self.syncs += 1
 
     def replace(self, src: str, dst: str) -> None:
@@ -160,17 +168,21 @@ class PowerCutDisk(MemoryFiles):
         ino = self.names.pop(src)
         self.names[dst] = ino
         self.pending_names.append(("rename", src, dst, ino))
+        self._assign()
         self.version += 1
 
     def remove(self, path: str) -> None:
         ino = self.names.pop(path, None)
         if ino is not None:
             self.pending_names.append(("unlink", path, None, ino))
+            self._assign()
             self.version += 1
 
     def sync_dir(self, path: str) -> None:
         self.durable_names = dict(self.names)
         self.pending_names = []
+        self.assignments, self.assigned = [], set()
+        self._assign()
         self.syncs += 1
 
     def begin_save(self) -> None:
@@ -193,16 +205,26 @@ class PowerCutDisk(MemoryFiles):
         return fresh
 
     def reset(self, files: State) -> None:
-        self.names, self.inodes, self.pending, self.pending_names = {}, {}, {}, []
+        self.names, self.inodes, self.pending, self.pending_names, self.contents = {}, {}, {}, [], {}
         for path, content in files.items():
             self.names[path] = ino = self.next_inode
             self.next_inode += 1
             self.inodes[ino] = content
         self.durable_names, self.durable = dict(self.names), dict(self.inodes)
+        self.assignments, self.assigned = [], set()
+        self._assign()
         self.version += 1
 
     def files(self) -> State:
         return {p: self.inodes[i] for p, i in self.names.items()}
+
+    def _assign(self) -> None:
+        """Note the folder's names as they are now, a prefix of its pending operations: which file
+        each path a load reads names (each such assignment once), and the other paths'."""
+        read = tuple(sorted((p, i) for p, i in self.names.items() if p in self.read_paths))
+        if read not in self.assigned:
+            self.assigned.add(read)
+            self.assignments.append((read, tuple((p, i) for p, i in self.names.items() if p not in self.read_paths)))
 
     def _states(self) -> list[tuple[frozenset[tuple[str, bytes]], str, State]]:
         """Every legal post-crash state, or the sample the module's rules describe, each with its
@@ -211,36 +233,27 @@ class PowerCutDisk(MemoryFiles):
         if not self.pending_names and not self.pending:  # all durable: one state
             return [(self._key(now), "", now)]
         durable = {p: self.durable[i] for p, i in self.durable_names.items()}
-        # The choices: a prefix of the folder's pending operations, then a content for each name.
-        maps, names = [], dict(self.durable_names)
-        for k in range(len(self.pending_names) + 1):
-            if k:
-                _apply(names, self.pending_names[k - 1])
-            paths = sorted(names)
-            maps.append((paths, [self._contents(names[p]) for p in paths]))
-        sizes = [_product(options) for _, options in maps]
-        total = sum(sizes)
-        picks = range(total)
-        if total > MAX_STATES:  # a sample, seeded by the disk as it is (the same in every run)
-            seed = zlib.crc32(_canonical(now) + _canonical(durable) + str(total).encode())
-            picks = sorted(random.Random(seed).sample(range(total), min(total, 4 * MAX_STATES)))
-        found: dict[frozenset[tuple[str, bytes]], State] = {}
-        for pick in picks:
-            k = 0
-            while pick >= sizes[k]:
-                pick -= sizes[k]
-                k += 1
-            paths, options = maps[k]
-            state = {}
-            for p, cs in zip(paths, options, strict=True):
-                pick, i = divmod(pick, len(cs))
-                state[p] = cs[i]
-            found.setdefault(frozenset(state.items()), state)
-        out: dict[frozenset[tuple[str, bytes]], State] = {}  # by what a load reads, nearest first
-        for state in [now, durable, *sorted(found.values(), key=_canonical)]:
-            out.setdefault(self._key(state), state)
-            if len(out) == MAX_STATES:
-                break
+        # The choices: a prefix of the folder's pending operations, then a content for each file.
+        # Only the files a load reads tell states apart, so each assignment of them to files is
+        # looked at once (`assignments`), the other files taking their durable content (a legal
+        # choice too).
+        Key = frozenset[tuple[str, bytes]]
+        candidates: dict[Key, tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...], tuple[bytes, ...]]] = {}
+        for read, others in self.assignments:
+            paths = [p for p, _ in read]
+            for contents in product(*(self._contents(i) for _, i in read)):
+                candidates.setdefault(frozenset(zip(paths, contents, strict=True)), (read, others, contents))
+        out = {self._key(now): now}
+        out.setdefault(self._key(durable), durable)
+        rest = sorted((key for key in candidates if key not in out), key=sorted)
+        if len(out) + len(rest) > MAX_STATES:  # a sample, seeded by the states (the same in every run)
+            seed = zlib.crc32(repr([sorted(key) for key in rest]).encode())
+            rest = sorted(random.Random(seed).sample(rest, MAX_STATES - len(out)), key=sorted)
+        for key in rest:
+            read, others, contents = candidates[key]
+            state = {p: self.durable[i] for p, i in others}
+            state.update((p, c) for (p, _), c in zip(read, contents, strict=True))
+            out[key] = state
         return [(key, describe(state, now), state) for key, state in out.items()]
 
     def _key(self, state: State) -> frozenset[tuple[str, bytes]]:
@@ -248,31 +261,19 @@ class PowerCutDisk(MemoryFiles):
 
     def _contents(self, ino: int) -> list[bytes]:
         """What a file may hold after the crash: durable content, or any prefix of its pending
-        steps, a write torn at a block boundary."""
-        out = [self.durable[ino]]
-        for content in self.pending.get(ino, []):
-            out += [content[:n] for n in range(BLOCK, len(content), BLOCK)]
-            out.append(content)
-        return list(dict.fromkeys(out))
+        steps, a write torn at a block boundary (kept until the file's next write or fsync)."""
+        out = self.contents.get(ino)
+        if out is None:
+            out = [self.durable[ino]]
+            for content in self.pending.get(ino, []):
+                out += [content[:n] for n in range(BLOCK, len(content), BLOCK)]
+                out.append(content)
+            out = self.contents[ino] = list(dict.fromkeys(out))
+        return out
 
 
-def _product(sizes: Iterable[list[bytes]]) -> int:
-    n = 1
-    for options in sizes:
-        n *= len(options)
-    return n
-
-
-def _apply(names: dict[str, int], op: tuple[str, str, str | None, int]) -> None:
-    kind, path, to, ino = op
-    if kind == "create":
-        names[path] = ino
-    elif kind == "rename":
-        names.pop(path, None)
-        assert to is not None
-        names[to] = ino
-    else:
-        names.pop(path, None)
+def _order(state: State) -> list[tuple[str, bytes]]:
+    return sorted(state.items())
 
 
 def _canonical(state: State) -> bytes:
