@@ -61,3 +61,19 @@ def test_table_command_prints_all_rows_with_two_workers():
     assert len(rows) == 11
     assert rows[6]["name"] == "real loop, keyless tracker"
     assert (rows[6]["once"], rows[6]["twice"], rows[6]["dups"], rows[6]["missing"]) == (38, 0, 0, 0)
+
+
+def test_crash_model_and_fsync_reach_the_sweep(capsys):
+    args = ["sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--format", "csv"]
+    assert main([*args, "--bug", "skip_dir_fsync"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(",38,0,0,0,0,0,4")  # panic: clean
+    assert main([*args, "--bug", "skip_dir_fsync", "--crash-model", "power-cut"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith(",166,0,21,40,0,0,112")  # the rename undone
+    assert main([*args, "--crash-model", "power-cut", "--fsync", "off"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split(",")[1] != "38"
+
+
+def test_an_unknown_crash_model_is_a_one_line_error():
+    r = run("sweep", "--design", "loop", "--tracker", "keyed", "--crash-model", "earthquake")
+    assert r.returncode == 2
+    assert "invalid choice: 'earthquake'" in r.stderr
