@@ -44,6 +44,7 @@ BLOCK = 512
 MAX_STATES = 8
 
 State = dict[str, bytes]  # path -> content: the files a crash leaves
+AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
 def ram_dir() -> str | None:
@@ -98,7 +99,7 @@ class MemoryFiles:
         if file_op and self.in_save and self.version == self.offered:
             return []
         self.offered, self.in_save = self.version, file_op
-        return [("", None)]
+        return AS_IS
 
     def reset(self, files: State) -> None:
         """The disk after a crash that left `files`."""

@@ -8,16 +8,16 @@ Rules:
   ID of its own (`proposed_run_id`), which only a fresh job run takes, and its timeline says its
   number (1: the scenario's first; a durable state carries the number of the process it is for).
 - No replays: a crash keeps only the durable state (checkpoint files, world), so with
-  `Options.notes` the scenario's second process notes that state at each of its points (the files'
-  bytes are mirrored by the store, the world is a few small lists); a twice scenario starts its
-  last process from one of those notes.
+  `Options.notes` the scenario's second process notes that state at each of its points (the files
+  as a crash there leaves them, the world a few small lists); a twice scenario starts its last
+  process from one of those notes.
 - Checkpoint files live on the configuration's crash model's disk (agentcore.disk): in memory
   under panic (what a killed process wrote outlives it, as the page cache would) or in real files
-  in `workdir` (the same records); a power-cut disk in memory. Every point passes through
-  `_point`, which asks the disk what a crash there may leave: each state is a point of its own
-  (the label says how the state differs, e.g. "[power cut: run-1.json empty]"), and a crash at it
-  resets the disk to that state. Notes and pauses take the files from the disk, never from the
-  store's memory of what it wrote.
+  in `workdir` (the same records); a power-cut disk in memory; under kill, real files written by a
+  child process (agentcore.kill). Every point passes through `point`, which asks the disk what a
+  crash there may leave: each state is a point of its own (the label says how the state differs,
+  e.g. "[power cut: run-1.json empty]"), and a crash at it resets the disk to that state. Notes and
+  pauses take the files from the disk, never from the store's memory of what it wrote.
 - A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
   scenario's status is "corrupt", and the effects the job had not made yet count as missing.
 - A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from agentcore import kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
-from agentcore.disk import MemoryFiles, PowerCutDisk, State, ram_dir
+from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, ram_dir
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.trackerfault import Relay
@@ -142,7 +142,7 @@ def _lay_out(disk: MemoryFiles | OsFiles, paths: list[str], files: dict[str, str
 class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
-    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "store", "restarts", "hook", "at",
+    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
                  "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
                  "faults")
 
@@ -162,7 +162,6 @@ class _Scenario:
         self.hook: CrashPlan | Relay = CrashPlan()  # the current process's (under a tracker fault, relayed)
         self.at: State | None = None  # the disk a crash at the current point leaves (None: as it is)
         self.remote: Any = None  # under kill, in the child: the pipe to the parent
-        self.store: FileCheckpoint | None = None
         self.restarts: list[Durable] | None = None
         self.restart_hook = CrashPlan()
         self.processes: list[CrashPlan] = []
@@ -240,7 +239,7 @@ class _Scenario:
         number = self._number()  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
             point = self.point
-            self.store = store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
+            store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
             run_id = proposed_run_id(cfg, w.seq, number)
             try:
                 Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, point, run_id, w.seq, w.log,
@@ -257,7 +256,11 @@ class _Scenario:
         if kind in TRACKER_KINDS:
             self.hook(kind, detail)
             return
-        for variant, files in self.disk.crash_states(kind in FILE_KINDS):
+        states = self.disk.crash_states(kind in FILE_KINDS)
+        if states is AS_IS:  # the panic model's every point: no copy, no description
+            self.hook(kind, detail)
+            return
+        for variant, files in states:
             self.at = files
             self.hook(kind, detail + variant)
         self.at = None
