@@ -19,20 +19,21 @@ from typing import Protocol
 class Kind(StrEnum):
     REPLY_ARRIVED = "reply-arrived"
     MARKER_SAVED = "marker-saved"
-    TRACKER_LOGGED = "tracker-logged"  # the request appended to the tracker's log, not yet synced
-    TRACKER_SYNCED = "tracker-synced"  # the log synced, the request not yet applied nor answered
     TRACKER_ACCEPTED = "tracker-accepted"
     TOOL_RETURNED = "tool-returned"
     TOOL_FAILED = "tool-failed"
     LOOKUP_ANSWERED = "lookup-answered"
     RESULT_SAVED = "result-saved"
     SAVE_HALF_DONE = "save-half-done"  # after the save's write
-    SAVE_SYNCED = "save-synced"  # after the fsync of the written file
-    SAVE_REMOVED = "save-removed"  # after an unlink
     SAVE_RENAMED = "save-renamed"
-    SAVE_DIR_SYNCED = "save-dir-synced"  # after the fsync of the folder
     APPROVAL_PENDING = "approval-pending"
     DECISION_SAVED = "decision-saved"
+    # Kinds added later go last: the dashboard's heatmap codes are handed out in this order.
+    SAVE_SYNCED = "save-synced"  # after the fsync of the written file
+    SAVE_REMOVED = "save-removed"  # after an unlink
+    SAVE_DIR_SYNCED = "save-dir-synced"  # after the fsync of the folder
+    TRACKER_LOGGED = "tracker-logged"  # the request appended to the tracker's log, not yet synced
+    TRACKER_SYNCED = "tracker-synced"  # the log synced, the request not yet applied nor answered
 
 
 # The points a file operation of a save makes (agentcore.disk: each one's crash may leave the disk

@@ -97,12 +97,17 @@ def test_kind_codes_are_one_per_crash_point_kind():
 
 def test_a_kind_added_later_never_takes_an_earlier_kind_s_code():
     kinds = [k.value for k in Kind]
-    codes = charts.kind_codes([*kinds, "save-synced", "save-dir-synced", "save-removed", "tracker-crashed",
-                               "tracker-restarted"])
+    codes = charts.kind_codes([*kinds, "tracker-crashed", "tracker-restarted"])
     assert {k: codes[k] for k in kinds} == charts.KIND_CODES
-    assert (codes["save-synced"], codes["save-dir-synced"], codes["save-removed"], codes["tracker-restarted"]) == (
-        "SS", "SD", "SRE", "TRE")
+    assert (codes["tracker-crashed"], codes["tracker-restarted"]) == ("TC", "TRE")
     assert len(set(codes.values())) == len(codes)
+
+
+def test_the_file_operation_and_tracker_log_kinds_have_codes_of_their_own():
+    assert {k: charts.KIND_CODES[k] for k in ("save-synced", "save-removed", "save-dir-synced", "tracker-logged",
+                                               "tracker-synced")} == {
+        "save-synced": "SS", "save-removed": "SRE", "save-dir-synced": "SD", "tracker-logged": "TL",
+        "tracker-synced": "TS"}
 
 
 def test_kind_codes_are_never_shared_even_past_the_second_word_s_letters():
