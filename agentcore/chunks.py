@@ -35,7 +35,8 @@ def _record(cfg: Config, p: Played, first: Point, second: Point | None) -> Scena
         first_point=first[0], first_kind=first[1], first_label=first[2],
         second_point=second[0] if second else None, second_kind=second[1] if second else None,
         second_label=second[2] if second else None,
-        duplicates=p.duplicates, missing=p.missing, asks=p.asks, approvals=p.approvals,
+        duplicates=p.duplicates, missing=p.missing, wrong=p.wrong, gave_up=p.gave_up, denied_ran=p.denied_ran,
+        asks=p.asks, avoidable=p.avoidable, approvals=p.approvals,
         model_calls=p.model_calls, calls_plus=p.model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
         status=p.status, timeline=p.timeline, effects=p.effects,
     )

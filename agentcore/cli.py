@@ -15,11 +15,11 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from agentcore import designs, jobs, keys, report, sweep
+from agentcore import designs, faults, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.jobs import JobError
 from agentcore.limits import MAX_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.world import MODES
@@ -65,6 +65,29 @@ def positive(text: str) -> int:
     return n
 
 
+def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type: the text itself, once agentcore.faults' parser takes it."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+
+    return check
+
+
+def seed(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, not {n}")
+    return n
+
+
 def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
                        workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
     """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
@@ -78,8 +101,19 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
         s.add_argument("--crash-model", choices=CRASH_MODELS, default="panic",
                        help="what a crash leaves of the checkpoint files (default panic)")
         s.add_argument("--fsync", choices=("on", "off"), default="on", help="the store syncs its files (default on)")
-        s.add_argument("--tracker-fault", choices=TRACKER_FAULTS, default="none",
-                       help="crash: the tracker can crash too (default none)")
+        s.add_argument("--tracker-fault", type=_spelled(faults.tracker_fault), default="none",
+                       metavar="|".join(faults.TRACKER_FAULTS),
+                       help="crash: the tracker can crash too; ttl:N: it forgets keys after N requests; "
+                            "strict-params: it refuses a key repeated with other arguments (default none)")
+        s.add_argument("--tool-faults", type=_spelled(faults.tool_failures), default="first",
+                       metavar="|".join(faults.TOOL_FAULTS),
+                       help="how often a flaky tool fails each changing call (default first)")
+        s.add_argument("--person", dest="person_faults", type=_spelled(faults.person_faults), default="truthful",
+                       metavar="|".join(faults.PERSON_FAULTS),
+                       help="how the scripted person answers (default truthful)")
+        s.add_argument("--model", choices=faults.MODELS, default="fixed",
+                       help="what the model replies when asked again (default fixed)")
+        s.add_argument("--seed", type=seed, default=0, help="seeds the person's and the model's choices (default 0)")
 
     t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
     t.add_argument("--job", default="triage", help="a job file (default: the built-in triage job)")
@@ -111,8 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(keys.key(args.run_id, args.call_id))
             return 0
         job = jobs.load(args.job)
-        conditions = {"crash_model": args.crash_model, "fsync": args.fsync == "on",
-                      "tracker_fault": args.tracker_fault}
+        conditions = {c: getattr(args, c) for c in CONDITIONS} | {"fsync": args.fsync == "on"}
         if args.command == "table":
             configs = sweep.table_configs(job, **conditions)
         else:

@@ -4,26 +4,34 @@ Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
   once and truthfully; queue: the dashboard's people), under a crash model (agentcore.disk: what
-  a crash leaves of the checkpoint files), with the store's fsync on or off, and a tracker that
-  never crashes or can crash (`tracker_fault`).
+  a crash leaves of the checkpoint files), with the store's fsync on or off, and a world that
+  misbehaves as agentcore.faults spells it: the tracker (`tracker_fault`: never, crash, ttl:N,
+  strict-params), a flaky tool (`tool_faults`), the scripted person (`person_faults`) and the model
+  (`model`); `seed` seeds their random choices. Every default is the chapter's world.
 - The table's rows are named as the chapter names them; a design and tracker mode the table has
-  not are named "DESIGN, MODE tracker". The crash model, fsync and tracker fault are not part of
-  the name: a table is swept under one of each, and says which (`conditions`).
+  not are named "DESIGN, MODE tracker". The crash model, fsync and the world's faults are not part
+  of the name: a table is swept under one of each, and says which (`conditions`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentcore import designs
+from agentcore import designs, faults
 from agentcore.designs import Design
+from agentcore.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
-from agentcore.world import FAULTS, Tracker
+from agentcore.world import Tracker
 
 PERSONS = ("scripted", "queue")
 CRASH_MODELS = ("panic", "power-cut", "kill")
-TRACKER_FAULTS = FAULTS  # agentcore.world: "crash" keeps the tracker's records through a log
+# The conditions a table is swept under, with their defaults (the chapter's world); the spellings
+# of the last five are agentcore.faults'.
+CONDITIONS = {"crash_model": "panic", "fsync": True, "tracker_fault": "none", "tool_faults": "first",
+              "person_faults": "truthful", "model": "fixed", "seed": 0}
+__all__ = ["CONDITIONS", "CRASH_MODELS", "MODELS", "PERSONS", "PERSON_FAULTS", "TABLE", "TOOL_FAULTS",
+           "TRACKER_FAULTS", "Config", "conditions", "config_name", "table_configs"]
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -58,6 +66,10 @@ class Config:
     crash_model: str = "panic"
     fsync: bool = True
     tracker_fault: str = "none"
+    tool_faults: str = "first"
+    person_faults: str = "truthful"
+    model: str = "fixed"
+    seed: int = 0
 
     @property
     def expected(self) -> list[tuple[int, str]]:
@@ -72,26 +84,43 @@ class Config:
             raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
         if self.crash_model not in CRASH_MODELS:
             raise ValueError(f"unknown crash model {self.crash_model!r} (choose from {', '.join(CRASH_MODELS)})")
+        faults.tool_failures(self.tool_faults)
+        faults.person_faults(self.person_faults)
+        faults.model(self.model)
+        if type(self.seed) is not int or self.seed < 0:
+            raise ValueError(f"seed must be a whole number from 0, not {self.seed!r}")
 
     @property
     def label(self) -> str:
         return self.name or config_name(self.design.name, self.tracker)
 
-
     @property
     def conditions(self) -> str:
-        """The crash model, fsync and tracker fault in words, e.g. "power-cut, fsync off"."""
-        return conditions(self.crash_model, self.fsync, self.tracker_fault)
+        """The crash model, fsync and the world's faults in words, e.g. "power-cut, fsync off"."""
+        return conditions(**{c: getattr(self, c) for c in CONDITIONS})
 
 
-def conditions(crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none") -> str:
+_WORDS = {"tracker_fault": "tracker fault", "tool_faults": "tool faults", "person_faults": "person",
+          "model": "model", "seed": "seed"}
+
+
+def conditions(crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none",
+               tool_faults: str = "first", person_faults: str = "truthful", model: str = "fixed",
+               seed: int = 0) -> str:
+    """The conditions in words: the crash model, fsync, then each other one not at its default
+    ("power-cut, fsync off, tracker fault: crash"); the seed only where something random uses it."""
     words = [crash_model, f"fsync {'on' if fsync else 'off'}"]
-    if tracker_fault != "none":
-        words.append(f"tracker fault: {tracker_fault}")
+    given = {"tracker_fault": tracker_fault, "tool_faults": tool_faults, "person_faults": person_faults,
+             "model": model}
+    words += [f"{_WORDS[c]}: {v}" for c, v in given.items() if v != CONDITIONS[c]]
+    if seed != CONDITIONS["seed"] and (model == "fickle" or person_faults != "truthful"):
+        words.append(f"seed: {seed}")
     return ", ".join(words)
 
 
-def table_configs(job: Job, crash_model: str = "panic", fsync: bool = True,
-                  tracker_fault: str = "none") -> list[Config]:
-    return [Config(job, designs.get(d), t, name=name, crash_model=crash_model, fsync=fsync,
-                   tracker_fault=tracker_fault) for name, d, t in TABLE]
+def table_configs(job: Job, **conditions: object) -> list[Config]:
+    """The chapter's table on `job`, every row under `conditions` (CONDITIONS' names)."""
+    unknown = set(conditions) - set(CONDITIONS)
+    if unknown:
+        raise TypeError(f"unknown conditions: {', '.join(sorted(unknown))}")
+    return [Config(job, designs.get(d), t, name=name, **conditions) for name, d, t in TABLE]  # type: ignore[arg-type]

@@ -9,7 +9,11 @@ Rules:
   run); missing: calls of the job script whose effect never happened. Both are counted against the
   job script (each changing call of each job run once), not against an uninterrupted run, so that
   a loop whose uninterrupted run is already wrong (a reused run ID) shows it.
-- asks: "did it happen?" questions over all runs; approvals: approval prompts (a separate count:
+- wrong: effects that exist but differ from the same job's uninterrupted, fault-free run (their
+  arguments, or the results they depend on); gave_up: calls the loop gave up on (a process stopped,
+  or moved on, with a call kept failing); denied_ran: calls a person denied that ran anyway.
+- asks: "did it happen?" questions over all runs, of which `avoidable` a key or a lookup would
+  have settled (the rest were necessary); approvals: approval prompts (a separate count:
   they are part of the job, not a recovery cost); model_calls over all runs and calls_plus =
   model_calls - (model replies of the job) x runs.
 - status: "done" (finished), "waiting" (a question waits for a person in the dashboard's queue),
@@ -22,7 +26,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
+# The chapter's columns, then the ones its world could not show (0 in the chapter's world).
+CHAPTER_COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
+COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable",
+           "calls_plus")
+EXTRA_COLUMNS = tuple(c for c in COLUMNS if c not in CHAPTER_COLUMNS)
+# The record's outcome fields added after the first stored records: 0 where a stored record lacks them.
+_LATER_FIELDS = ("wrong", "gave_up", "denied_ran", "avoidable")
 
 
 @dataclass(slots=True)
@@ -39,7 +49,11 @@ class ScenarioRecord:
     second_label: str | None
     duplicates: int
     missing: int
+    wrong: int
+    gave_up: int
+    denied_ran: int
     asks: int
+    avoidable: int
     approvals: int
     model_calls: int
     calls_plus: int
@@ -56,7 +70,7 @@ class ScenarioRecord:
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
-        return cls(**data)
+        return cls(**(dict.fromkeys(_LATER_FIELDS, 0) | data))
 
 
 @dataclass(slots=True)
@@ -67,7 +81,11 @@ class TableRow:
     with_dups: int = 0
     dups: int = 0
     missing: int = 0
+    wrong: int = 0
+    gave_up: int = 0
+    denied_ran: int = 0
     asks: int = 0
+    avoidable: int = 0
     calls_plus: int = 0
 
     def add(self, r: ScenarioRecord) -> None:
@@ -78,14 +96,18 @@ class TableRow:
         self.with_dups += r.duplicates > 0
         self.dups += r.duplicates
         self.missing += r.missing
+        self.wrong += r.wrong
+        self.gave_up += r.gave_up
+        self.denied_ran += r.denied_ran
         self.asks += r.asks
+        self.avoidable += r.avoidable
         self.calls_plus += r.calls_plus
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def values(self) -> tuple[int, ...]:
-        return tuple(getattr(self, c) for c in COLUMNS)
+    def values(self, columns: tuple[str, ...] = COLUMNS) -> tuple[int, ...]:
+        return tuple(getattr(self, c) for c in columns)
 
 
 def table_row(name: str, records: list[ScenarioRecord]) -> TableRow:

@@ -1,7 +1,9 @@
 """Table rows to text, JSON, CSV and Markdown: the chapter's layout, shared by the CLI and the dashboard.
 
 Rules: JSON is a list of objects with exactly `name` and the columns; CSV has a header row of the
-same keys; text and Markdown use the chapter's column titles.
+same keys; text and Markdown use the chapter's column titles, and show a column the chapter has not
+(wrong, gave up, denied ran, avoidable asks) only when some row has one: the chapter's world has
+none, and its table reads as the chapter prints it.
 """
 
 from __future__ import annotations
@@ -11,10 +13,18 @@ import io
 import json
 from collections.abc import Sequence
 
-from agentcore.records import COLUMNS, TableRow
+from agentcore.records import CHAPTER_COLUMNS, COLUMNS, TableRow
 
 FORMATS = ("text", "json", "csv", "markdown")
-TITLES = ("design", "once", "twice", "with dups", "dups", "missing", "asks", "calls+")
+TITLES = {"once": "once", "twice": "twice", "with_dups": "with dups", "dups": "dups", "missing": "missing",
+          "wrong": "wrong", "gave_up": "gave up", "denied_ran": "denied ran", "asks": "asks",
+          "avoidable": "avoidable", "calls_plus": "calls+"}
+assert tuple(TITLES) == COLUMNS, "a title per column"
+
+
+def shown(rows: Sequence[TableRow]) -> tuple[str, ...]:
+    """The columns text and Markdown show: the chapter's, and each other one some row has."""
+    return tuple(c for c in COLUMNS if c in CHAPTER_COLUMNS or any(getattr(r, c) for r in rows))
 
 
 def render(rows: Sequence[TableRow], fmt: str) -> str:
@@ -27,12 +37,14 @@ def render(rows: Sequence[TableRow], fmt: str) -> str:
         for r in rows:
             w.writerow((r.name, *r.values()))
         return out.getvalue()
+    columns = shown(rows)
+    titles = ("design", *(TITLES[c] for c in columns))
     if fmt == "markdown":
-        lines = ["| " + " | ".join(TITLES) + " |", "|---" + "|---:" * len(COLUMNS) + "|"]
-        lines += [f"| {r.name} | " + " | ".join(str(v) for v in r.values()) + " |" for r in rows]
+        lines = ["| " + " | ".join(titles) + " |", "|---" + "|---:" * len(columns) + "|"]
+        lines += [f"| {r.name} | " + " | ".join(str(v) for v in r.values(columns)) + " |" for r in rows]
         return "\n".join(lines) + "\n"
     if fmt == "text":
-        width = max([len(TITLES[0])] + [len(r.name) for r in rows])
-        cells = [(TITLES[0], *TITLES[1:])] + [(r.name, *(str(v) for v in r.values())) for r in rows]
+        width = max([len(titles[0])] + [len(r.name) for r in rows])
+        cells = [titles] + [(r.name, *(str(v) for v in r.values(columns))) for r in rows]
         return "".join(c[0].ljust(width) + "".join(v.rjust(10) for v in c[1:]) + "\n" for c in cells)
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

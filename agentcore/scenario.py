@@ -78,6 +78,10 @@ class Played:
     question: dict[str, Any] | None = None
     restarts: list[Durable] | None = None  # the durable state at each point of process 2
     answers: dict[str, bool] | None = None  # a queue person's answers to the asks made
+    wrong: int = 0  # agentcore.records says what these count
+    gave_up: int = 0
+    denied_ran: int = 0
+    avoidable: int = 0
 
 
 def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Options(), workdir: str | None = None,

@@ -34,10 +34,10 @@ from collections import Counter
 from typing import Any, Protocol
 
 from agentcore.crash import Hook, Kind
+from agentcore.faults import tracker_fault
 from agentcore.jobs import Call, Job, Tool, resolve
 
 MODES = ("keyed", "keyless", "lookup")
-FAULTS = ("none", "crash")
 Origin = tuple[int, str]
 
 
@@ -51,8 +51,7 @@ class Tracker:
     def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
-        if fault not in FAULTS:
-            raise ValueError(f"unknown tracker fault {fault!r} (choose from {', '.join(FAULTS)})")
+        tracker_fault(fault)  # agentcore.faults: raises ValueError for a fault it does not know
         self.mode = mode
         self.fault = fault
         self.effects: list[dict[str, Any]] = []
@@ -138,12 +137,14 @@ class Tracker:
         return dups, missing
 
     def snapshot(self) -> dict[str, Any]:
-        """The records as stored; a tracker that can crash adds its fault and its (synced) log."""
+        """The records as stored; a tracker with a fault adds it, one that can crash its (synced) log."""
         out = {"mode": self.mode, "effects": list(self.effects), "answers": dict(self.answers),
                "next_issue": self.next_issue, "next_comment": self.next_comment,
                "labels": [list(p) for p in self.labels]}
         if self.fault != "none":
-            out |= {"fault": self.fault, "log": list(self.log)}
+            out["fault"] = self.fault
+        if self.fault == "crash":
+            out["log"] = list(self.log)
         return out
 
     @classmethod
@@ -151,7 +152,7 @@ class Tracker:
         """The tracker `snapshot` gave; one that can crash restarts from its log (older stored
         states have neither fault nor log: a tracker that never crashes)."""
         t = cls(data["mode"], data.get("fault", "none"))
-        if t.fault != "none":
+        if t.fault == "crash":
             t.log = list(data["log"])  # records never change once synced
             t.crash()
             return t

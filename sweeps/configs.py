@@ -21,7 +21,8 @@ from django.core.exceptions import ValidationError
 
 from agentcore import designs
 from agentcore import sweep as agentsweep
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CRASH_MODELS
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
 from agentcore.limits import SWEEP_DEPTHS

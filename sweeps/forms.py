@@ -13,9 +13,10 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from agentcore.jobs import JobError, parse
 from agentcore.world import MODES
 from sweeps.configs import builtin_job_source

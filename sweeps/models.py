@@ -34,8 +34,9 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CRASH_MODELS
 from agentcore.config import conditions as agent_conditions
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from sweeps.limits import CONDITION_CHARS, MAX_NAME, MAX_NOTES
 
 
@@ -163,7 +164,11 @@ class Scenario(models.Model):
     second_label = models.CharField(max_length=300, blank=True)
     duplicates = models.PositiveIntegerField(default=0)
     missing = models.PositiveIntegerField(default=0)
+    wrong = models.PositiveIntegerField(default=0)
+    gave_up = models.PositiveIntegerField(default=0)
+    denied_ran = models.PositiveIntegerField(default=0)
     asks = models.PositiveIntegerField(default=0)
+    avoidable = models.PositiveIntegerField(default=0)
     approvals = models.PositiveIntegerField(default=0)
     model_calls = models.PositiveIntegerField(default=0)
     calls_plus = models.IntegerField(default=0)

@@ -30,7 +30,11 @@ _TABLE_AGGREGATES = {
     "with_dups": Count("id", filter=Q(duplicates__gt=0)),
     "dups": Sum("duplicates"),
     "missing": Sum("missing"),
+    "wrong": Sum("wrong"),
+    "gave_up": Sum("gave_up"),
+    "denied_ran": Sum("denied_ran"),
     "asks": Sum("asks"),
+    "avoidable": Sum("avoidable"),
     "calls_plus": Sum("calls_plus"),
 }
 assert tuple(_TABLE_AGGREGATES) == COLUMNS, "one aggregate per column of agentcore's table"

@@ -25,8 +25,9 @@ def test_sweep_json_has_exactly_name_and_the_columns(capsys):
 def test_csv_and_markdown_formats(capsys):
     main(["sweep", "--design", "once-per-turn", "--tracker", "keyed", "--format", "csv"])
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "name,once,twice,with_dups,dups,missing,asks,calls_plus"
-    assert out.splitlines()[1].endswith(",18,225,164,294,0,0,338")
+    assert out.splitlines()[0] == ("name,once,twice,with_dups,dups,missing,wrong,gave_up,denied_ran,asks,avoidable,"
+                                   "calls_plus")
+    assert out.splitlines()[1].endswith(",18,225,164,294,0,0,0,0,0,0,338")
     main(["sweep", "--design", "once-per-turn", "--tracker", "keyed", "--format", "markdown"])
     assert "| 18 | 225 | 164 | 294 | 0 | 0 | 338 |" in capsys.readouterr().out
 
@@ -66,9 +67,9 @@ def test_table_command_prints_all_rows_with_two_workers():
 def test_crash_model_and_fsync_reach_the_sweep(capsys):
     args = ["sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--format", "csv"]
     assert main([*args, "--bug", "skip_dir_fsync"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].endswith(",38,0,0,0,0,0,4")  # panic: clean
+    assert capsys.readouterr().out.splitlines()[1].endswith(",38,0,0,0,0,0,0,0,0,0,4")  # panic: clean
     assert main([*args, "--bug", "skip_dir_fsync", "--crash-model", "power-cut"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].endswith(",166,0,21,40,0,0,112")  # the rename undone
+    assert capsys.readouterr().out.splitlines()[1].endswith(",166,0,21,40,0,0,0,0,0,0,112")  # the rename undone
     assert main([*args, "--crash-model", "power-cut", "--fsync", "off"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split(",")[1] != "38"
 

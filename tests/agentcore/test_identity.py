@@ -77,9 +77,9 @@ def test_the_command_line_plants_the_bug(capsys):
                  "--format", "csv"]) == 0
     row = next(csv.reader(capsys.readouterr().out.splitlines()[1:]))
     assert row[0] == "loop+proposed_run_id, keyed tracker"
-    assert int(row[3]) > 0  # with dups
+    assert int(row[3]) > 0  # with dups (the CSV: name, once, twice, with_dups, ...)
     assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[1].endswith(",38,872,0,0,0,0,180")
+    assert capsys.readouterr().out.splitlines()[1].endswith(",38,872,0,0,0,0,0,0,0,0,180")
 
 
 @pytest.mark.parametrize("design,runs", [("loop", 1), ("loop+proposed_run_id", 1), ("approval-gate", 1),

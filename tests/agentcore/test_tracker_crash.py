@@ -12,6 +12,7 @@ from agentcore import designs, jobs
 from agentcore.checkpoint import CheckpointError
 from agentcore.cli import main
 from agentcore.crash import TRACKER_KINDS, Crash, CrashPlan
+from agentcore.records import CHAPTER_COLUMNS
 from agentcore.state import Durable, World
 from agentcore.sweep import Chunk, Config, Options, play, points, replay, run_chunk, sweep, table_configs
 from agentcore.world import Tracker
@@ -166,7 +167,7 @@ def test_a_process_crashed_after_a_tracker_crash_restarts_as_process_2():
 
 @pytest.mark.parametrize("tracker", list(ROWS))
 def test_the_real_loop_loses_and_doubles_nothing_when_the_tracker_crashes(tracker):
-    assert sweep([config(tracker=tracker)]).rows[0].values() == ROWS[tracker]
+    assert sweep([config(tracker=tracker)]).rows[0].values(CHAPTER_COLUMNS) == ROWS[tracker]
 
 
 @pytest.mark.parametrize("name", ["tool fails after accept, keyed tracker", "tool fails after accept, keyless tracker",
@@ -179,8 +180,8 @@ def test_the_harder_situations_lose_and_double_nothing_when_the_tracker_crashes(
 
 def test_the_command_line_sweeps_with_the_tracker_fault(capsys):
     assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "crash", "--format", "csv"]) == 0
-    row = next(csv.reader(capsys.readouterr().out.splitlines()[1:]))
-    assert tuple(int(v) for v in row[1:]) == ROWS["keyed"]
+    row = next(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert tuple(int(row[c]) for c in CHAPTER_COLUMNS) == ROWS["keyed"]
 
 
 # --- the planted bug: a retry that fails too is given up -------------------------------------------

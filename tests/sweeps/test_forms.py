@@ -8,7 +8,8 @@ import uuid
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CRASH_MODELS
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from agentcore.jobs import Job
 from sweeps.forms import (
     AnswerForm,

@@ -32,9 +32,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS
+from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from agentcore.world import MODES
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep

@@ -7,7 +7,8 @@ from dataclasses import fields
 
 import pytest
 
-from agentcore.config import CRASH_MODELS, TRACKER_FAULTS, Config
+from agentcore.config import CRASH_MODELS, Config
+from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
 from sweeps.configs import Conditions
 from sweeps.limits import CONDITION_CHARS
 from sweeps.models import Scenario, Sweep
