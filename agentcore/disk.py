@@ -12,7 +12,9 @@ Rules (after ALICE's abstract persistence models and LazyFS; ../shared/design/CR
   since its last fsync (create, rename, unlink). A legal post-crash disk keeps any prefix of the
   folder's pending name operations and, of each file it names, the durable content or the content
   after any prefix of its pending steps, where the data of a write may be torn at a block boundary
-  (`BLOCK`: a 512-byte sector, the unit a drive writes whole; small files tear at no boundary).
+  (`BLOCK`: a 512-byte sector, the unit a drive writes whole; small files tear at no boundary;
+  a write of more than `MAX_TEARS` + 1 blocks tears at `MAX_TEARS` boundaries spread evenly from
+  its first to its last, so that a big checkpoint costs no more points than a small one).
   A rename that survived while the renamed file's data did not names a file with its durable
   content: the empty file of ext4 without an fsync before the rename.
 - The states at a point are listed in a fixed order: the state a panic would leave first, then the
@@ -42,6 +44,7 @@ from itertools import product
 
 BLOCK = 512
 MAX_STATES = 8
+MAX_TEARS = 4
 
 State = dict[str, bytes]  # path -> content: the files a crash leaves
 AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
@@ -113,7 +116,7 @@ class MemoryFiles:
 class PowerCutDisk(MemoryFiles):
     """The page cache (inherited) over a durable layer; see the module's rules."""
 
-    __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
+    __slots__ = ("reprs", "names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
                  "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents")
 
     def __init__(self, read: Iterable[str] = (), data: State | None = None) -> None:
@@ -136,6 +139,7 @@ class PowerCutDisk(MemoryFiles):
         self.assignments: list[tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]] = []
         self.assigned: set[tuple[tuple[str, int], ...]] = set()
         self.contents: dict[int, list[bytes]] = {}  # inode -> what it may hold after a crash
+        self.reprs: dict[bytes, bytes] = {}  # a content -> its repr, encoded (for the sample's seed)
         self.reset(data or {})
 
     def read(self, path: str) -> bytes | None:
@@ -248,7 +252,7 @@ class PowerCutDisk(MemoryFiles):
         out.setdefault(self._key(durable), durable)
         rest = sorted((key for key in candidates if key not in out), key=sorted)
         if len(out) + len(rest) > MAX_STATES:  # a sample, seeded by the states (the same in every run)
-            seed = zlib.crc32(repr([sorted(key) for key in rest]).encode())
+            seed = self._seed(rest)
             rest = sorted(random.Random(seed).sample(rest, MAX_STATES - len(out)), key=sorted)
         for key in rest:
             read, others, contents = candidates[key]
@@ -256,6 +260,22 @@ class PowerCutDisk(MemoryFiles):
             state.update((p, c) for (p, _), c in zip(read, contents, strict=True))
             out[key] = state
         return [(key, describe(state, now), state) for key, state in out.items()]
+
+    def _seed(self, keys: list[frozenset[tuple[str, bytes]]]) -> int:
+        """zlib.crc32 of repr([sorted(key) for key in keys]), the sample's seed, computed piece by
+        piece with each content's repr made once: a checkpoint of many blocks is in every key, and
+        the repr of the whole list cost most of a point's time."""
+        crc = zlib.crc32(b"[")
+        for n, key in enumerate(keys):
+            crc = zlib.crc32(b", [" if n else b"[", crc)
+            for m, (path, content) in enumerate(sorted(key)):
+                text = self.reprs.get(content)
+                if text is None:
+                    text = self.reprs[content] = repr(content).encode()
+                crc = zlib.crc32(b"%s(%s, " % (b", " if m else b"", repr(path).encode()), crc)
+                crc = zlib.crc32(text + b")", crc)
+            crc = zlib.crc32(b"]", crc)
+        return zlib.crc32(b"]", crc)
 
     def _key(self, state: State) -> frozenset[tuple[str, bytes]]:
         return frozenset((p, c) for p, c in state.items() if p in self.read_paths)
@@ -267,10 +287,18 @@ class PowerCutDisk(MemoryFiles):
         if out is None:
             out = [self.durable[ino]]
             for content in self.pending.get(ino, []):
-                out += [content[:n] for n in range(BLOCK, len(content), BLOCK)]
+                out += [content[:n] for n in tears(len(content))]
                 out.append(content)
             out = self.contents[ino] = list(dict.fromkeys(out))
         return out
+
+
+def tears(size: int) -> list[int]:
+    """Where a write of `size` bytes may tear: block boundaries, at most MAX_TEARS of them."""
+    cuts = range(BLOCK, size, BLOCK)
+    if len(cuts) <= MAX_TEARS:
+        return list(cuts)
+    return [cuts[i * (len(cuts) - 1) // (MAX_TEARS - 1)] for i in range(MAX_TEARS)]
 
 
 def _order(state: State) -> list[tuple[str, bytes]]:

@@ -1,6 +1,9 @@
 """The simulated disks: what a crash may leave after each file operation (agentcore.disk)."""
 
-from agentcore.disk import BLOCK, MAX_STATES, MemoryFiles, PowerCutDisk
+import random
+import zlib
+
+from agentcore.disk import BLOCK, MAX_STATES, MAX_TEARS, MemoryFiles, PowerCutDisk, tears
 
 OLD, NEW = b'{"old": 1}', b'{"new": 2}'
 
@@ -140,3 +143,28 @@ def test_after_a_crash_the_disk_holds_the_state_and_all_of_it_is_durable():
     disk.write("c", NEW)
     disk.reset({"c": b""})
     assert _states(disk) == [{"c": b""}]
+
+
+def test_a_big_write_tears_at_most_max_tears_block_boundaries_from_its_first_to_its_last():
+    assert tears(BLOCK) == [] and tears(BLOCK + 1) == [BLOCK]
+    assert tears(BLOCK * MAX_TEARS + 1) == [BLOCK * n for n in range(1, MAX_TEARS + 1)]
+    big = tears(BLOCK * 40 + 1)
+    assert len(big) == MAX_TEARS and big[0] == BLOCK and big[-1] == BLOCK * 40
+    assert all(c % BLOCK == 0 for c in big) and big == sorted(set(big))
+
+
+def test_a_torn_big_checkpoint_offers_at_most_max_tears_torn_contents():
+    disk = _synced({"c": OLD})
+    disk.write("c", b"x" * (BLOCK * 40 + 7))
+    torn = [s["c"] for s in _states(disk) if 0 < len(s["c"]) < BLOCK * 40 + 7 and s["c"] != OLD]
+    assert 0 < len(torn) <= MAX_TEARS
+
+
+def test_the_sample_s_seed_is_the_crc_of_the_states_repr_made_piece_by_piece():
+    # The README's tables depend on the sample: the seed computed in pieces must be the very one
+    # zlib.crc32(repr(...)) gave.
+    disk, rnd = _synced({}), random.Random(7)
+    for _ in range(200):
+        keys = [frozenset((f"run-{rnd.randint(1, 3)}.json'\\", rnd.randbytes(rnd.randint(0, 30)))
+                          for _ in range(rnd.randint(0, 3))) for _ in range(rnd.randint(0, 5))]
+        assert disk._seed(keys) == zlib.crc32(repr([sorted(k) for k in keys]).encode())
