@@ -5,7 +5,8 @@ ending with a done save; the real loop has no per-turn save and returns its fina
 save, saves twice at start ("started", then "pending calls settled") and settles pending markers in
 between. The two harder situations are the real loop with a flaky tool server or an approval gate.
 Planted bugs are flags too, so a test can show that the sweep catches each of them; the last four
-(`STORE_BUGS`) are bugs of the checkpoint store the design saves through.
+(`STORE_BUGS`) are bugs of the checkpoint store the design saves through. A design's `sound` self has
+none (agentcore.effects checks effects against its uninterrupted run).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class Design:
     retry_once: bool = False
     reuse_run_id: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
+    # When the ladder hears "it happened" (a lookup or the person) it records a bare confirmation
+    # instead of the call's answer: a later call built on that result (the comment on the issue) goes
+    # to issue None, an effect that exists but is wrong (agentcore.effects). Only a ladder that asks
+    # or looks up hears "it happened": a keyed tracker's reruns never do.
+    happened_without_result: bool = False
     # planted bugs of the checkpoint store (agentcore.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
     remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
@@ -57,7 +63,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
+        "proposed_run_id", "happened_without_result", "write_in_place", "remove_then_rename", "skip_file_fsync",
+        "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 
@@ -70,3 +77,10 @@ def get(name: str, bugs: tuple[str, ...] = ()) -> Design:
             raise ValueError(f"unknown bug {bug!r} (choose from {', '.join(BUGS)})")
     d = DESIGNS[name]
     return replace(d, name=d.name + "".join(f"+{b}" for b in bugs), **{b: True for b in bugs}) if bugs else d
+
+
+def sound(design: Design) -> Design:
+    """The design without its planted bugs (named as the design it plants them in)."""
+    if not any(getattr(design, b) for b in BUGS):
+        return design
+    return replace(design, name=design.name.split("+")[0], **dict.fromkeys(BUGS, False))

@@ -192,6 +192,8 @@ class Loop:
                     self._log("ladder", f"{detail}: {rung} says " + ("it happened" if answer is not None
                                                                     else "it did not happen"))
                     if answer is not None:
+                        if self.design.happened_without_result:  # planted bug: the answer is dropped
+                            answer = {"confirmed": True}
                         self._record(turn, cid, answer, detail)
                         return
                 result = self._invoke(call, tool, detail)

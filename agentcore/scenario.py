@@ -23,6 +23,9 @@ Rules:
 - A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
   and the scenario's next crash plan counts the rest of that process as a segment of its own. For
   the plan, the notes and `Played.processes` a segment is a process; process numbers count processes.
+- The tracker's effects at a scenario's end are checked against the configuration's truth
+  (agentcore.effects: its uninterrupted, fault-free run): `Played.wrong`. A paused scenario's are the
+  effects made so far.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
   plan) with the answers given so far; played again from there with an answer (deterministic: the
@@ -37,7 +40,7 @@ import tempfile
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore import kill
+from agentcore import effects, kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
 from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, ram_dir
@@ -97,6 +100,16 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
         folder.close()
 
 
+def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
+    """The tracker's effects after `cfg`'s uninterrupted run, unchecked (agentcore.effects makes
+    the truth of them); ValueError if the run does not finish."""
+    scenario = _Scenario(cfg, (), Options(), None, None, None, check=False)
+    played = scenario.run()
+    if played.status != "done":
+        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({played.status})")
+    return scenario.world.tracker.effects
+
+
 def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
     """The run ID process `process` (1: the scenario's first) proposes for job run `seq` (0-based).
 
@@ -148,11 +161,12 @@ class _Scenario:
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
                  "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
-                 "faults")
+                 "faults", "check")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
-                 start: Durable | None, answers: dict[str, bool] | None) -> None:
+                 start: Durable | None, answers: dict[str, bool] | None, check: bool = True) -> None:
         self.cfg, self.options = cfg, options
+        self.check = check  # the effects against the truth (not the truth's own run: it is the truth)
         self.paths = [os.path.join(workdir or "", checkpoint_name(i)) for i in range(cfg.runs)]
         self.disk = _disk(cfg, workdir, self.paths)
         files = start.files if start is not None else {}
@@ -295,6 +309,8 @@ class _Scenario:
                         self.saves, self.status)
         played.restarts = self.restarts
         played.answers = w.person.given()
+        if self.check:
+            played.wrong = effects.wrong(self.cfg, w.tracker.effects)
         if w.log is not None:
             played.timeline = w.events()
             played.effects = list(w.tracker.effects)

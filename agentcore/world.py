@@ -264,7 +264,10 @@ class QueuePerson(_Approver):
     `answers` maps a question ID to True (it happened) or False (it did not), as the person said.
     "It happened" makes the call's result whatever the tracker shows for it (a person would look up
     the issue number), or a bare confirmation if there is nothing to show: a wrong "yes" then shows
-    as a missing effect, a wrong "no" as a duplicate. Approvals are granted, once per request.
+    as a missing effect, and a later call built on that result (a comment on the issue) as a wrong
+    one (agentcore.effects: it goes to issue None); a wrong "no" shows as a duplicate. A true "yes"
+    always has something to show, so only a wrong one is bare (the planted bug
+    `happened_without_result` makes every "yes" bare). Approvals are granted, once per request.
     A question carries `truth`, what the tracker's records say at the ask: the harness's knowledge
     (for "answer truthfully" and for showing whether an answer was right), not the person's.
     """
