@@ -34,6 +34,11 @@ class Design:
     # (the flaky server fails a call's first attempt only), so only that sweep can catch it.
     retry_once: bool = False
     reuse_run_id: bool = False
+    # A retry flags itself in the request ("retry": true added to the arguments, as some clients do)
+    # under the same key: a tracker that honours keys answers it from the first request, so only one
+    # that compares a key's arguments (tracker fault strict-params) refuses it, and the loop moves on
+    # with an error where the first request had succeeded.
+    retry_edits_args: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
     # planted bugs of the checkpoint store (agentcore.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
@@ -57,7 +62,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
+        "proposed_run_id", "retry_edits_args", "write_in_place", "remove_then_rename", "skip_file_fsync",
+        "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 
