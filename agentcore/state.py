@@ -82,7 +82,7 @@ class Durable:
         if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
             raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
         if "fault" in tracker and not _replays(tracker):
-            what = "log" if tracker["fault"] == "crash" else "fault's records"
+            what = "log" if tracker["fault"] == "crash" else "fault state"
             raise CheckpointError(f"{name}: stored durable state: the tracker's {what} is corrupt")
         loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
