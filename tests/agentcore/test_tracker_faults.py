@@ -262,9 +262,11 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faul
                                     full.model_calls, full.status), (p, rec.second_point)
 
 
-@pytest.mark.parametrize("design,fault", [("tool-fails", "ttl:1"), ("loop+retry_edits_args", "strict-params")])
-def test_kill_gives_the_records_of_panic_at_depth_1(design, fault):
-    panic, killed = (config(design, fault=fault, crash_model=m) for m in ("panic", "kill"))
+@pytest.mark.parametrize("design,tracker,fault", [("tool-fails", "keyed", "ttl:1"), ("tool-fails", "lookup", "ttl:1"),
+                                                  ("loop+retry_edits_args", "keyed", "strict-params")])
+def test_kill_gives_the_records_of_panic_at_depth_1(design, tracker, fault):
+    # The tracker, its request count and its refusals live in the parent (agentcore.kill).
+    panic, killed = (config(design, tracker, fault, crash_model=m) for m in ("panic", "kill"))
     res = [sweep([c], depth=1, collect=True) for c in (panic, killed)]
     assert res[0].records == res[1].records
     assert res[0].rows[0].dups + res[0].rows[0].gave_up > 0  # the fault shows
