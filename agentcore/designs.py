@@ -37,7 +37,8 @@ class Design:
     # A retry flags itself in the request ("retry": true added to the arguments, as some clients do)
     # under the same key: a tracker that honours keys answers it from the first request, so only one
     # that compares a key's arguments (tracker fault strict-params) refuses it, and the loop moves on
-    # with an error where the first request had succeeded.
+    # with an error where the first request had succeeded. (Where the first request never reached
+    # the tracker, the retry makes the effect, flag and all: no count of the table shows that.)
     retry_edits_args: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
     # planted bugs of the checkpoint store (agentcore.checkpoint)
