@@ -35,6 +35,12 @@ class Design:
     # (the flaky server fails a call's first attempt only), so only that sweep can catch it.
     retry_once: bool = False
     reuse_run_id: bool = False
+    # A retry flags itself in the request ("retry": true added to the arguments, as some clients do)
+    # under the same key: a tracker that honours keys answers it from the first request, so only one
+    # that compares a key's arguments (tracker fault strict-params) refuses it, and the loop moves on
+    # with an error where the first request had succeeded. (Where the first request never reached
+    # the tracker, the retry makes the effect, flag and all: no count of the table shows that.)
+    retry_edits_args: bool = False
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
     # When the ladder hears "it happened" (a lookup or the person) it records a bare confirmation
     # instead of the call's answer: a later call built on that result (the comment on the issue) goes
@@ -63,7 +69,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "happened_without_result", "write_in_place", "remove_then_rename", "skip_file_fsync",
+        "proposed_run_id", "happened_without_result", "retry_edits_args", "write_in_place", "remove_then_rename",
+        "skip_file_fsync",
         "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 

@@ -16,6 +16,9 @@ counts):
   that save results save now (`result-saved`).
 - A marker without a result, or a changing call that failed mid-call, has an unknown outcome and is
   settled on the ladder (ladder.py) - never "failed, move on", never a blind keyless retry.
+- A request the tracker refuses (strict-params: its key was sent with other arguments) has a known
+  outcome: it did not happen, and sent again it would be refused again. The refusal is the call's
+  result (an error, saved as any result) and the run moves on: no ladder, no retry.
 - An approval-gated call asks the person under request ID key(run ID, call ID) (`approval-pending`
   while the decision is unsaved), then saves the decision, which is also its attempt marker
   (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
@@ -35,7 +38,7 @@ from agentcore.designs import Design
 from agentcore.jobs import Call, Job, Tool
 from agentcore.keys import key
 from agentcore.limits import MAX_ATTEMPTS
-from agentcore.world import Person, ScriptedModel, ToolFailed, ToolServer
+from agentcore.world import Person, Refused, ScriptedModel, ToolFailed, ToolServer
 
 
 class ToolGaveUp(Exception):
@@ -196,7 +199,7 @@ class Loop:
                             answer = {"confirmed": True}
                         self._record(turn, cid, answer, detail)
                         return
-                result = self._invoke(call, tool, detail)
+                result = self._invoke(call, tool, detail, retry=True)
             except ToolFailed as e:
                 self.hook(Kind.TOOL_FAILED, detail)
                 self._log("tool", f"{detail} failed again: {e}")
@@ -234,11 +237,17 @@ class Loop:
         self._save(f"marker {detail}")
         self.hook(Kind.MARKER_SAVED, detail)
 
-    def _invoke(self, call: dict[str, Any], tool: Tool, detail: str) -> dict[str, Any]:
+    def _invoke(self, call: dict[str, Any], tool: Tool, detail: str, retry: bool = False) -> dict[str, Any]:
         k = self._key(tool, call["id"])
+        args = call["args"]
+        if retry and self.design.retry_edits_args:  # planted bug: a retry is another request under the key
+            args = {**args, "retry": True}
         if self.log is not None:
-            self._log("tracker", f"request {detail} {call['args']}" + (f" key {k}" if k else ""))
-        result = self.server.call(tool, call["args"], k, (self.seq, call["id"]), self.hook, detail)
+            self._log("tracker", f"request {detail} {args}" + (f" key {k}" if k else ""))
+        try:
+            result = self.server.call(tool, args, k, (self.seq, call["id"]), self.hook, detail)
+        except Refused as e:
+            result = {"error": f"refused: {e}"}
         if self.log is not None:
             self._log("tracker", f"answer {detail} {result}")
         self.hook(Kind.TOOL_RETURNED, detail)

@@ -11,7 +11,8 @@ Rules:
   a loop whose uninterrupted run is already wrong (a reused run ID) shows it.
 - wrong: effects that exist but differ from the same job's uninterrupted, fault-free run (their
   arguments, or the results they depend on); gave_up: calls the loop gave up on (a process stopped,
-  or moved on, with a call kept failing); denied_ran: calls a person denied that ran anyway.
+  or moved on, with a call kept failing or refused by a strict tracker: agentcore.world);
+  denied_ran: calls a person denied that ran anyway.
 - asks: "did it happen?" questions over all runs, of which `avoidable` a key or a lookup would
   have settled (the rest were necessary); approvals: approval prompts (a separate count:
   they are part of the job, not a recovery cost); model_calls over all runs and calls_plus =

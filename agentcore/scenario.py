@@ -306,7 +306,7 @@ class _Scenario:
         w = self.world
         dups, missing = w.tracker.tally(self.cfg.expected)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status)
+                        self.saves, self.status, gave_up=len(w.tracker.refused))
         played.restarts = self.restarts
         played.answers = w.person.given()
         if self.check:

@@ -2,8 +2,9 @@
 
 Rules:
 - The world of a scenario is what a crash leaves standing: the tracker (with its write-ahead log
-  when it can crash: its records are the log's), the tool server's attempt
-  counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
+  when it can crash: its records are the log's; with its request count and the keys' ages when it
+  forgets; with each key's arguments and the refused calls when it compares them), the tool
+  server's attempt counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
   of job runs finished, and the timeline so far. A process holds references to it; a crash drops
   the process and keeps the world. `World.fresh` builds it for a scenario's start,
   `World.restore` from a durable state, `World.snapshot` takes one.
@@ -13,7 +14,8 @@ Rules:
   points were swept before the pause (`swept`).
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
-  effects, the log of a tracker that can crash replays, every checkpoint file parses) and a corrupt
+  effects, the log of a tracker that can crash replays, the request count and keys of one that
+  forgets or compares arguments load, every checkpoint file parses) and a corrupt
   one raises CheckpointError naming its source. A tracker stored without fault and log (older
   states) is one that never crashes.
 """
@@ -80,7 +82,8 @@ class Durable:
         if tracker.get("mode") not in MODES or not isinstance(tracker.get("effects"), list):
             raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
         if "fault" in tracker and not _replays(tracker):
-            raise CheckpointError(f"{name}: stored durable state: the tracker's log is corrupt")
+            what = "log" if tracker["fault"] == "crash" else "fault state"
+            raise CheckpointError(f"{name}: stored durable state: the tracker's {what} is corrupt")
         loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
             if not isinstance(text, str):
@@ -108,7 +111,7 @@ class Durable:
 
 
 def _replays(tracker: dict[str, Any]) -> bool:
-    """Whether a stored tracker's fault is known and its log replays (a restore replays it)."""
+    """Whether a stored tracker's fault is known and its records load (a restore replays a log)."""
     try:
         Tracker.restore(tracker)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):  # a field missing or mistyped

@@ -14,6 +14,19 @@ Rules:
   log, so a synced request has happened although its answer never left. A known key is answered
   from the records and logs nothing. A tracker that never crashes (fault "none") has no log and
   fires neither of the two points.
+- A tracker that forgets (fault "ttl:N") counts every request it receives, its clock: each changing
+  request (answered from a key, refused or not), each search and each lookup (a search is traffic
+  like any other; what the person reads off the tracker is not a request). A key is known to the N
+  requests after the one that stored it; from the (N+1)th on it is forgotten: a repeat is a new
+  request (a second issue) and stores the key again, a lookup answers "never happened". The count
+  and the keys' ages are world state (snapshot, restore), so they outlive the agent's crashes.
+- A strict tracker (fault "strict-params", as Stripe's) compares a known key's request with the one
+  that stored it: another op or other arguments are refused (`Refused`: a known outcome, nothing
+  happened), the same ones are answered as its mode answers them. It applies where keys are
+  remembered (keyed, lookup). The origins whose last request was refused are world state too
+  (`refused`): the loop records a refusal as the call's (error) result and moves on, so a scenario
+  counts them as calls given up on, and a call the job needed that only a refused request stood
+  for is missing.
 - Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
   the loop, that lets a scenario count duplicates and missing effects exactly.
 - The flaky tool server (the "tool fails after accept" situation) fails the first attempt of each
@@ -45,13 +58,19 @@ class ToolFailed(Exception):
     """The tool server died mid-call: the loop cannot know whether the request took effect."""
 
 
+class Refused(Exception):
+    """The tracker refused the request (strict-params: its key is known with other arguments):
+    nothing happened, and the same request would be refused again."""
+
+
 class Tracker:
-    __slots__ = ("mode", "fault", "effects", "answers", "next_issue", "next_comment", "labels", "log", "pending")
+    __slots__ = ("mode", "fault", "effects", "answers", "next_issue", "next_comment", "labels", "log", "pending",
+                 "ttl", "strict", "requests", "stored", "params", "refused")
 
     def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
-        tracker_fault(fault)  # agentcore.faults: raises ValueError for a fault it does not know
+        kind, n = tracker_fault(fault)  # agentcore.faults: raises ValueError for a fault it does not know
         self.mode = mode
         self.fault = fault
         self.effects: list[dict[str, Any]] = []
@@ -61,12 +80,26 @@ class Tracker:
         self.labels: set[tuple[Any, Any]] = set()
         self.log: list[dict[str, Any]] = []  # the synced requests (fault "crash")
         self.pending: dict[str, Any] | None = None  # a request appended to the log, not yet synced
+        self.ttl = n if kind == "ttl" else None
+        self.strict = kind == "strict-params"
+        self.requests = 0  # requests received: the clock of a tracker that forgets
+        self.stored: dict[str, int] = {}  # key -> the request that stored it (ttl)
+        self.params: dict[str, list[Any]] = {}  # key -> [op, args] of the request that stored it (strict-params)
+        self.refused: list[list[Any]] = []  # origins whose last request was refused (strict-params)
 
     def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
                 detail: str) -> dict[str, Any]:
-        if key is not None and self.mode == "keyed" and key in self.answers:
-            hook(Kind.TRACKER_ACCEPTED, detail)
-            return self.answers[key]
+        self._received()
+        if key is not None and key in self.answers:  # a key is remembered in keyed and lookup mode
+            if self.strict and self.params[key] != [op, args]:
+                if list(origin) not in self.refused:
+                    self.refused.append(list(origin))
+                raise Refused(f"{detail}: key {key} was sent before with other arguments")
+            if self.mode == "keyed":
+                self._answered(origin)
+                hook(Kind.TRACKER_ACCEPTED, detail)
+                return self.answers[key]
+        self._answered(origin)
         if self.fault == "crash":
             self.pending = {"op": op, "args": args, "key": key, "origin": list(origin)}
             hook(Kind.TRACKER_LOGGED, detail)
@@ -76,6 +109,18 @@ class Tracker:
         answer = self._record(op, args, key, origin)
         hook(Kind.TRACKER_ACCEPTED, detail)
         return answer
+
+    def _received(self) -> None:
+        """One more request: a tracker that forgets drops the keys it now has held for N requests."""
+        self.requests += 1
+        if self.ttl is not None:
+            for k in [k for k, n in self.stored.items() if self.requests - n > self.ttl]:
+                del self.stored[k], self.answers[k]
+                self.params.pop(k, None)
+
+    def _answered(self, origin: Origin) -> None:
+        if self.refused and list(origin) in self.refused:
+            self.refused.remove(list(origin))
 
     def crash(self) -> None:
         """The tracker dies and restarts from its log: the unsynced request is lost, every synced
@@ -89,8 +134,12 @@ class Tracker:
 
     def _record(self, op: str, args: dict[str, Any], key: str | None, origin: Origin) -> dict[str, Any]:
         answer = self._apply(op, args, key, origin)
-        if key is not None and self.mode != "keyless":
-            self.answers.setdefault(key, answer)
+        if key is not None and self.mode != "keyless" and key not in self.answers:
+            self.answers[key] = answer
+            if self.ttl is not None:
+                self.stored[key] = self.requests
+            if self.strict:
+                self.params[key] = [op, args]
         return answer
 
     def _apply(self, op: str, args: dict[str, Any], key: str | None, origin: Origin) -> dict[str, Any]:
@@ -112,6 +161,7 @@ class Tracker:
         return answer
 
     def search(self, args: dict[str, Any]) -> dict[str, Any]:
+        self._received()
         query = str(args.get("query", "")).lower()
         found = [e["answer"]["number"] for e in self.effects
                  if e["op"] == "create_issue" and query in str(e["args"].get("title", "")).lower()]
@@ -119,6 +169,7 @@ class Tracker:
 
     def lookup(self, key: str) -> dict[str, Any] | None:
         """The answer of the request with this key, or None if it never happened (lookup mode)."""
+        self._received()
         return self.answers.get(key)
 
     def find(self, origin: Origin) -> dict[str, Any] | None:
@@ -145,12 +196,17 @@ class Tracker:
             out["fault"] = self.fault
         if self.fault == "crash":
             out["log"] = list(self.log)
+        if self.ttl is not None:
+            out |= {"requests": self.requests, "stored": dict(self.stored)}
+        if self.strict:
+            out |= {"params": dict(self.params), "refused": [list(o) for o in self.refused]}
         return out
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> Tracker:
         """The tracker `snapshot` gave; one that can crash restarts from its log (older stored
-        states have neither fault nor log: a tracker that never crashes)."""
+        states have neither fault nor log: a tracker that never crashes). A stored field of the
+        wrong type raises TypeError, a missing one KeyError."""
         t = cls(data["mode"], data.get("fault", "none"))
         if t.fault == "crash":
             t.log = list(data["log"])  # records never change once synced
@@ -161,7 +217,19 @@ class Tracker:
         t.next_issue = data["next_issue"]
         t.next_comment = data["next_comment"]
         t.labels = {tuple(_hashable(x) for x in p) for p in data["labels"]}
+        if t.ttl is not None:
+            t.requests = _typed(data["requests"], int)
+            t.stored = {k: _typed(n, int) for k, n in _typed(data["stored"], dict).items()}
+        if t.strict:
+            t.params = {k: list(_typed(p, list)) for k, p in _typed(data["params"], dict).items()}
+            t.refused = [list(_typed(o, list)) for o in _typed(data["refused"], list)]
         return t
+
+
+def _typed(value: Any, kind: type) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise TypeError(f"expected {kind.__name__}, not {type(value).__name__}")
+    return value
 
 
 def _hashable(v: Any) -> Any:
