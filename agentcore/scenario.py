@@ -18,6 +18,16 @@ Rules:
   crash there may leave: each state is a point of its own (the label says how the state differs,
   e.g. "[power cut: run-1.json empty]"), and a crash at it resets the disk to that state. Notes and
   pauses take the files from the disk, never from the store's memory of what it wrote.
+- A process that gives up on a call (the loop's ToolGaveUp: its tries failed) is no crash: the
+  scenario counts the give-up (`Played.gave_up`, from the tool server's count, which outlives
+  crashes) and starts a new process, as after a crash, from the checkpoint files and the surviving
+  world, so that the job still finishes once the tool recovers. A give-up restart is no crash point
+  and takes no entry of the crash plan: the new process goes on with the plan of the one that gave
+  up, counting its points on, so the uninterrupted run's points (the ones a sweep crashes) and a once
+  scenario's restart run through their give-ups, and a plan's Nth point is the same point in a
+  scenario played from the start and in one played from a state noted before it. It is a new
+  process all the same: its number (run IDs, the timeline) counts it. A call given up on more than
+  MAX_GIVE_UP_RESTARTS times (agentcore.limits) ends the scenario: its status is "failed".
 - A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
   scenario's status is "corrupt", and the effects the job had not made yet count as missing.
 - A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
@@ -41,6 +51,7 @@ from agentcore import kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
 from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, ram_dir
+from agentcore.limits import MAX_GIVE_UP_RESTARTS
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.trackerfault import Relay
@@ -148,7 +159,7 @@ class _Scenario:
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
                  "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
-                 "faults")
+                 "faults", "regiven")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None) -> None:
@@ -176,12 +187,17 @@ class _Scenario:
         self.pausable = isinstance(self.world.person, QueuePerson)
         self.start: Durable | None = None  # what the current process started from (a pause resumes there)
         self.faults = 0  # tracker crashes so far: each began a segment of `processes` that is no new process
+        self.regiven = 0  # restarts after a give-up so far: each a new process within a segment of `processes`
 
     def run(self) -> Played:
         log = self.world.log
+        fresh = True
         while True:
-            plan = self._next_process()
-            self.hook = Relay(plan, self.world, self._tracker_crashed) if self.cfg.tracker_fault == "crash" else plan
+            if fresh:  # a restart after a give-up goes on with the hook it had
+                plan = self._next_process()
+                crashes = self.cfg.tracker_fault == "crash"
+                self.hook = Relay(plan, self.world, self._tracker_crashed) if crashes else plan
+            fresh = True
             try:
                 if self.cfg.crash_model == "kill":
                     kill.run_process(self)
@@ -197,10 +213,15 @@ class _Scenario:
                     log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
                     log.append(("restart", RESTART_TEXT))
             except ToolGaveUp as e:
-                self.status = "failed"
                 if log is not None:
-                    log.append(("failed", str(e)))
-                break
+                    log.append(("failed", f"gave up: {e}"))
+                if max(self.world.server.given_up.values()) > MAX_GIVE_UP_RESTARTS:
+                    self.status = "failed"
+                    break
+                self.regiven += 1
+                fresh = False
+                if log is not None:
+                    log.append(("restart", RESTART_TEXT))
             except Suspended as s:  # the person logged the question
                 self.status = "waiting"
                 self.suspended = s
@@ -233,9 +254,9 @@ class _Scenario:
         return self._next_process(fresh=False)
 
     def _number(self) -> int:
-        """Processes started so far (segments less tracker crashes): the running process's number,
-        1-based, and so the next one's, 0-based."""
-        return self.base + len(self.processes) - self.faults
+        """Processes started so far (segments less tracker crashes, plus restarts after a give-up):
+        the running process's number, 1-based, and so the next one's, 0-based."""
+        return self.base + len(self.processes) - self.faults + self.regiven
 
     def run_jobs(self) -> None:
         """One process: the job runs not finished yet, in sequence."""
@@ -292,7 +313,7 @@ class _Scenario:
         w = self.world
         dups, missing = w.tracker.tally(self.cfg.expected)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status)
+                        self.saves, self.status, gave_up=sum(w.server.given_up.values()))
         played.restarts = self.restarts
         played.answers = w.person.given()
         if w.log is not None:
