@@ -8,9 +8,9 @@ Rules:
   ID of its own (`proposed_run_id`), which only a fresh job run takes, and its timeline says its
   number (1: the scenario's first; a durable state carries the number of the process it is for).
 - No replays: a crash keeps only the durable state (checkpoint files, world), so with
-  `Options.notes` the scenario's second process notes that state at each of its points (the files
-  as a crash there leaves them, the world a few small lists); a twice scenario starts its last
-  process from one of those notes.
+  `Options.notes` a once scenario's restart (its second process, and those after a give-up in it)
+  notes that state at each of its points (the files as a crash there leaves them, the world a few
+  small lists); a twice scenario starts its last process from one of those notes.
 - Checkpoint files live on the configuration's crash model's disk (agentcore.disk): in memory
   under panic (what a killed process wrote outlives it, as the page cache would) or in real files
   in `workdir` (the same records); a power-cut disk in memory; under kill, real files written by a
@@ -238,7 +238,10 @@ class _Scenario:
         (after a tracker crash); with notes, the second segment notes the state at each point."""
         crash_at = self.plan.pop(0) if self.plan else None
         hook = CrashPlan(crash_at, self.options.points)
-        if self.options.notes and self.base + len(self.processes) == 1:
+        # Notes are for a once scenario's restart: the segment that starts with its plan spent, after
+        # the first (here, or before the durable state a paused restart resumes from: a later
+        # process's). Not a process number: restarts after a give-up count as processes.
+        if self.options.notes and crash_at is None and (self.processes or self.base):
             self.restarts, self.restart_hook = [], hook
             hook.on_point = self._note
         if self.pausable and fresh:

@@ -210,13 +210,15 @@ def test_skip_given_up_under_a_crashing_tracker_loses_only_a_flaky_call_the_trac
 
 # --- determinism: twice scenarios from a noted state, the kill crash model ---------------------
 
-@pytest.mark.parametrize("design,tracker,faults,runs", [
-    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS + 1}", 1), ("tool-fails", "keyless", f"k:{MAX_ATTEMPTS}", 1),
-    ("tool-fails", "keyed", "always", 1), ("tool-fails+skip_given_up", "keyed", f"k:{MAX_ATTEMPTS}", 1),
-    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS}", 2),
+@pytest.mark.parametrize("design,tracker,faults,more", [
+    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS + 1}", {}), ("tool-fails", "keyless", f"k:{MAX_ATTEMPTS}", {}),
+    ("tool-fails", "keyed", "always", {}), ("tool-fails+skip_given_up", "keyed", f"k:{MAX_ATTEMPTS}", {}),
+    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS}", {"runs": 2}),
+    # a tracker that can crash: its crashes start segments of the plan, the give-ups do not
+    ("tool-fails", "lookup", f"k:{MAX_ATTEMPTS}", {"tracker_fault": "crash"}),
 ])
-def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faults, runs):
-    cfg = config(design, tracker, faults, runs=runs)
+def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faults, more):
+    cfg = config(design, tracker, faults, **more)
     for p, (kind, label) in enumerate(points(cfg), 1):
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2, collect=True).records[1:]:
             full = play(cfg, (p, rec.second_point), Options(timeline=True))
@@ -239,3 +241,14 @@ def test_the_command_line_shows_the_gave_up_column(capsys):
                  "--depth", "1", "--format", "csv"]) == 0
     r = next(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert int(r["gave_up"]) > 0 and int(r["missing"]) == 0
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_queue_sweep_answered_truthfully_is_the_scripted_sweep_through_give_ups(depth):
+    # A pause resumes from the state its process started from: a process after a give-up started
+    # within the crash plan's segment, and is played again from there with the answer.
+    from tests.agentcore.test_sweep import _comparable, _queue_sweep_answered_truthfully
+    cfg = config(tracker="keyless", faults=f"k:{MAX_ATTEMPTS + 1}")
+    scripted = sweep([cfg], depth=depth, collect=True).records[0]
+    queued, _ = _queue_sweep_answered_truthfully(cfg, depth)
+    assert any(r.gave_up for r in scripted) and _comparable(queued) == _comparable(scripted)
