@@ -35,7 +35,8 @@ Rules:
   the plan, the notes and `Played.processes` a segment is a process; process numbers count processes.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
-  plan) with the answers given so far; played again from there with an answer (deterministic: the
+  plan; after a give-up, the state the process that gave up started from, whose plan it goes on
+  with) with the answers given so far; played again from there with an answer (deterministic: the
   same state and answers give the same steps), it goes on as if the answer had come at once.
 """
 
@@ -195,8 +196,8 @@ class _Scenario:
         while True:
             if fresh:  # a restart after a give-up goes on with the hook it had
                 plan = self._next_process()
-                crashes = self.cfg.tracker_fault == "crash"
-                self.hook = Relay(plan, self.world, self._tracker_crashed) if crashes else plan
+                relayed = self.cfg.tracker_fault == "crash"
+                self.hook = Relay(plan, self.world, self._tracker_crashed) if relayed else plan
             fresh = True
             try:
                 if self.cfg.crash_model == "kill":

@@ -20,8 +20,9 @@ Rules:
   one, agentcore.designs) fails the first N attempts of each changing call (`Config.tool_faults`:
   agentcore.faults.tool_failures, 1 for `first`, None for `always`: every attempt). A call's failing
   attempts all die the same way: odd-numbered changing calls after the tracker accepted (the effect
-  exists), even-numbered ones before the request reached it (nothing happened), so that half of them
-  die after accept and a call given up on may have left its effect or none. The loop cannot tell
+  exists), even-numbered ones before the request reached it (nothing happened): every other call's
+  failures die after accept, as under `first`, and a call given up on may have left its effect or
+  none (were a call's attempts to alternate, any two failures would leave its effect). The loop cannot tell
   which. Attempts are counted per origin in the world: they outlive crashes.
 - The loop tells the tool server when it gives up on a call (`give_up`): bookkeeping of the stand-in
   like the origin, invisible to the loop's decisions, so that a scenario counts give-ups exactly
