@@ -31,9 +31,12 @@ class Design:
     marker_after_call: bool = False
     skip_failed: bool = False
     # Settling retries a failed call once: a second failure of the call in one process is recorded as
-    # failed and the run moves on. Only a tracker that can crash fails a retry in the same process
-    # (the flaky server fails a call's first attempt only), so only that sweep can catch it.
+    # failed and the run moves on. Under the chapter's tool faults (`first`: the flaky server fails a
+    # call's first attempt only) only a tracker that can crash fails a retry in the same process.
     retry_once: bool = False
+    # Giving up on a call (MAX_ATTEMPTS tries failed in one process) records it as failed and moves on
+    # instead of stopping: seen only when a tool fails MAX_ATTEMPTS times (tool faults k:N, always).
+    skip_given_up: bool = False
     reuse_run_id: bool = False
     # A retry flags itself in the request ("retry": true added to the arguments, as some clients do)
     # under the same key: a tracker that honours keys answers it from the first request, so only one
@@ -69,8 +72,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "happened_without_result", "retry_edits_args", "write_in_place", "remove_then_rename",
-        "skip_file_fsync",
+        "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "write_in_place",
+        "remove_then_rename", "skip_file_fsync",
         "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 

@@ -6,8 +6,10 @@ Rules:
   spellings. Defaults are the chapter's world: a flaky tool fails the first attempt of each changing
   call (`first`), the person is truthful, the model repeats itself (`fixed`), the tracker never
   forgets or crashes (`none`).
-- Tool faults: `first`, `k:N` (the first N attempts of each changing call fail), `always`. They
-  apply to a design with a flaky tool server (agentcore.designs: `flaky`); the others' tools never fail.
+- Tool faults: `first`, `k:N` (the first N attempts of each changing call fail; `k:0` none),
+  `always`. They apply only to a design with a flaky tool server (agentcore.designs: `flaky`); the
+  others' tools never fail. How the failing attempts die (half of them after the tracker accepted)
+  is agentcore.world's rule; `first` is the chapter's flaky server, attempt for attempt.
 - Person: `truthful`, `deny:P` (approvals denied with probability P), `wrong:P` ("did it happen?"
   answered wrong with probability P), `adversarial` (every answer wrong). Random choices are seeded
   with the configuration's `seed`.

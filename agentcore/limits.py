@@ -2,7 +2,8 @@
 
 Rules:
 - A limit is named for what it bounds: a job file's size, its JSON nesting and its calls; a
-  sweep's depth (crash once, or once and again) and its job runs in sequence.
+  sweep's depth (crash once, or once and again) and its job runs in sequence; a call's tries in one
+  process, and the restarts after giving up on it.
 - Checks read these names; no module retypes a number that is here.
 """
 
@@ -18,5 +19,9 @@ SWEEP_DEPTHS = (1, 2)  # 1: crash once; 2: crash once and again in the restart
 MIN_SWEEP_DEPTH, MAX_SWEEP_DEPTH = SWEEP_DEPTHS[0], SWEEP_DEPTHS[-1]
 MIN_RUNS, MAX_RUNS = 1, 100  # job runs in sequence against one tracker
 
-# The loop (agentcore.loop): attempts at settling one call on the resolution ladder.
+# The loop (agentcore.loop): tries of one call in one process (the fresh one and those settling it
+# on the resolution ladder) before the process gives up on it.
 MAX_ATTEMPTS = 3
+# A scenario (agentcore.scenario): restarts after the loop gave up on one call; giving up on it once
+# more ends the scenario "failed" (a tool that never recovers).
+MAX_GIVE_UP_RESTARTS = 2

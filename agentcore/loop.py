@@ -19,6 +19,10 @@ counts):
 - A request the tracker refuses (strict-params: its key was sent with other arguments) has a known
   outcome: it did not happen, and sent again it would be refused again. The refusal is the call's
   result (an error, saved as any result) and the run moves on: no ladder, no retry.
+- A call gets at most MAX_ATTEMPTS tries in one process, the fresh one included. When they all fail
+  the loop gives up: it tells the tool server (bookkeeping: the scenario counts give-ups) and stops
+  with ToolGaveUp, the call unsettled; a new process settles it from the checkpoint (its marker
+  stands) with tries of its own (agentcore.scenario bounds those restarts).
 - An approval-gated call asks the person under request ID key(run ID, call ID) (`approval-pending`
   while the decision is unsaved), then saves the decision, which is also its attempt marker
   (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
@@ -42,7 +46,7 @@ from agentcore.world import Person, Refused, ScriptedModel, ToolFailed, ToolServ
 
 
 class ToolGaveUp(Exception):
-    """A call kept failing on the ladder; the run stops with the call unsettled."""
+    """A call kept failing on the ladder; the process stops with the call unsettled."""
 
 
 class Loop:
@@ -183,7 +187,7 @@ class Loop:
                  k is not None and tool.lookup and self.can_lookup)
         rung = ladder.choose(*facts)
         self._log("ladder", f"{detail}: unknown outcome -> {rung}")
-        for _ in range(MAX_ATTEMPTS):
+        for _ in range(MAX_ATTEMPTS - failures):
             try:
                 if rung is not ladder.Rung.RERUN:
                     if rung is ladder.Rung.LOOKUP:
@@ -210,7 +214,12 @@ class Loop:
                 continue
             self._record(turn, cid, result, detail)
             return
-        raise ToolGaveUp(f"{detail}: failed {MAX_ATTEMPTS} times while settling")
+        self.server.give_up((self.seq, cid))
+        if self.design.skip_given_up:  # planted bug: "failed, move on", the call's effect left unknown
+            self._log("tool", f"{detail}: failed {MAX_ATTEMPTS} times, recorded as failed")
+            self._record(turn, cid, {"error": f"failed {MAX_ATTEMPTS} times"}, detail)
+            return
+        raise ToolGaveUp(f"{detail}: failed {MAX_ATTEMPTS} times in this process")
 
     def _approved(self, turn: dict[str, Any], call: dict[str, Any], detail: str) -> bool:
         # The request needs no save of its own: its ID, key(run ID, call ID), is already durable

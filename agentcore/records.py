@@ -10,15 +10,16 @@ Rules:
   job script (each changing call of each job run once), not against an uninterrupted run, so that
   a loop whose uninterrupted run is already wrong (a reused run ID) shows it.
 - wrong: effects that exist but differ from the same job's uninterrupted, fault-free run (their
-  arguments, or the results they depend on); gave_up: calls the loop gave up on (a process stopped,
-  or moved on, with a call kept failing or refused by a strict tracker: agentcore.world);
-  denied_ran: calls a person denied that ran anyway.
+  arguments, or the results they depend on); gave_up: the times the loop gave up on a call (a
+  process stopped, or moved on, with the call kept failing: agentcore.scenario), and calls a strict
+  tracker refused (agentcore.world); denied_ran: calls a person denied that ran anyway.
 - asks: "did it happen?" questions over all runs, of which `avoidable` a key or a lookup would
   have settled (the rest were necessary); approvals: approval prompts (a separate count:
   they are part of the job, not a recovery cost); model_calls over all runs and calls_plus =
   model_calls - (model replies of the job) x runs.
 - status: "done" (finished), "waiting" (a question waits for a person in the dashboard's queue),
-  "failed" (a call kept failing). timeline and effects are filled when a sweep is asked for records.
+  "failed" (a call kept failing through every restart agentcore.scenario allows). timeline and
+  effects are filled when a sweep is asked for records.
 - Every field is JSON: `to_dict`/`from_dict` round-trip exactly.
 """
 

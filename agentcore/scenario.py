@@ -8,9 +8,9 @@ Rules:
   ID of its own (`proposed_run_id`), which only a fresh job run takes, and its timeline says its
   number (1: the scenario's first; a durable state carries the number of the process it is for).
 - No replays: a crash keeps only the durable state (checkpoint files, world), so with
-  `Options.notes` the scenario's second process notes that state at each of its points (the files
-  as a crash there leaves them, the world a few small lists); a twice scenario starts its last
-  process from one of those notes.
+  `Options.notes` a once scenario's restart (its second process, and those after a give-up in it)
+  notes that state at each of its points (the files as a crash there leaves them, the world a few
+  small lists); a twice scenario starts its last process from one of those notes.
 - Checkpoint files live on the configuration's crash model's disk (agentcore.disk): in memory
   under panic (what a killed process wrote outlives it, as the page cache would) or in real files
   in `workdir` (the same records); a power-cut disk in memory; under kill, real files written by a
@@ -18,6 +18,16 @@ Rules:
   crash there may leave: each state is a point of its own (the label says how the state differs,
   e.g. "[power cut: run-1.json empty]"), and a crash at it resets the disk to that state. Notes and
   pauses take the files from the disk, never from the store's memory of what it wrote.
+- A process that gives up on a call (the loop's ToolGaveUp: its tries failed) is no crash: the
+  scenario counts the give-up (`Played.gave_up`, from the tool server's count, which outlives
+  crashes) and starts a new process, as after a crash, from the checkpoint files and the surviving
+  world, so that the job still finishes once the tool recovers. A give-up restart is no crash point
+  and takes no entry of the crash plan: the new process goes on with the plan of the one that gave
+  up, counting its points on, so the uninterrupted run's points (the ones a sweep crashes) and a once
+  scenario's restart run through their give-ups, and a plan's Nth point is the same point in a
+  scenario played from the start and in one played from a state noted before it. It is a new
+  process all the same: its number (run IDs, the timeline) counts it. A call given up on more than
+  MAX_GIVE_UP_RESTARTS times (agentcore.limits) ends the scenario: its status is "failed".
 - A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
   scenario's status is "corrupt", and the effects the job had not made yet count as missing.
 - A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
@@ -28,7 +38,8 @@ Rules:
   effects made so far.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
-  plan) with the answers given so far; played again from there with an answer (deterministic: the
+  plan; after a give-up, the state the process that gave up started from, whose plan it goes on
+  with) with the answers given so far; played again from there with an answer (deterministic: the
   same state and answers give the same steps), it goes on as if the answer had come at once.
 """
 
@@ -44,6 +55,7 @@ from agentcore import effects, kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
 from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, ram_dir
+from agentcore.limits import MAX_GIVE_UP_RESTARTS
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.trackerfault import Relay
@@ -161,7 +173,7 @@ class _Scenario:
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
                  "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
-                 "faults", "check")
+                 "faults", "check", "regiven")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None, check: bool = True) -> None:
@@ -190,12 +202,17 @@ class _Scenario:
         self.pausable = isinstance(self.world.person, QueuePerson)
         self.start: Durable | None = None  # what the current process started from (a pause resumes there)
         self.faults = 0  # tracker crashes so far: each began a segment of `processes` that is no new process
+        self.regiven = 0  # restarts after a give-up so far: each a new process within a segment of `processes`
 
     def run(self) -> Played:
         log = self.world.log
+        fresh = True
         while True:
-            plan = self._next_process()
-            self.hook = Relay(plan, self.world, self._tracker_crashed) if self.cfg.tracker_fault == "crash" else plan
+            if fresh:  # a restart after a give-up goes on with the hook it had
+                plan = self._next_process()
+                relayed = self.cfg.tracker_fault == "crash"
+                self.hook = Relay(plan, self.world, self._tracker_crashed) if relayed else plan
+            fresh = True
             try:
                 if self.cfg.crash_model == "kill":
                     kill.run_process(self)
@@ -211,10 +228,15 @@ class _Scenario:
                     log.append(("crash", f"crash at point {c.index} of this process: {c.label}"))
                     log.append(("restart", RESTART_TEXT))
             except ToolGaveUp as e:
-                self.status = "failed"
                 if log is not None:
-                    log.append(("failed", str(e)))
-                break
+                    log.append(("failed", f"gave up: {e}"))
+                if max(self.world.server.given_up.values()) > MAX_GIVE_UP_RESTARTS:
+                    self.status = "failed"
+                    break
+                self.regiven += 1
+                fresh = False
+                if log is not None:
+                    log.append(("restart", RESTART_TEXT))
             except Suspended as s:  # the person logged the question
                 self.status = "waiting"
                 self.suspended = s
@@ -231,7 +253,10 @@ class _Scenario:
         (after a tracker crash); with notes, the second segment notes the state at each point."""
         crash_at = self.plan.pop(0) if self.plan else None
         hook = CrashPlan(crash_at, self.options.points)
-        if self.options.notes and self.base + len(self.processes) == 1:
+        # Notes are for a once scenario's restart: the segment that starts with its plan spent, after
+        # the first (here, or before the durable state a paused restart resumes from: a later
+        # process's). Not a process number: restarts after a give-up count as processes.
+        if self.options.notes and crash_at is None and (self.processes or self.base):
             self.restarts, self.restart_hook = [], hook
             hook.on_point = self._note
         if self.pausable and fresh:
@@ -247,9 +272,9 @@ class _Scenario:
         return self._next_process(fresh=False)
 
     def _number(self) -> int:
-        """Processes started so far (segments less tracker crashes): the running process's number,
-        1-based, and so the next one's, 0-based."""
-        return self.base + len(self.processes) - self.faults
+        """Processes started so far (segments less tracker crashes, plus restarts after a give-up):
+        the running process's number, 1-based, and so the next one's, 0-based."""
+        return self.base + len(self.processes) - self.faults + self.regiven
 
     def run_jobs(self) -> None:
         """One process: the job runs not finished yet, in sequence."""
@@ -306,7 +331,8 @@ class _Scenario:
         w = self.world
         dups, missing = w.tracker.tally(self.cfg.expected)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status, gave_up=len(w.tracker.refused))
+                        self.saves, self.status,
+                        gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused))
         played.restarts = self.restarts
         played.answers = w.person.given()
         if self.check:

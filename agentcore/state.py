@@ -4,14 +4,17 @@ Rules:
 - The world of a scenario is what a crash leaves standing: the tracker (with its write-ahead log
   when it can crash: its records are the log's; with its request count and the keys' ages when it
   forgets; with each key's arguments and the refused calls when it compares them), the tool
-  server's attempt counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
-  of job runs finished, and the timeline so far. A process holds references to it; a crash drops
-  the process and keeps the world. `World.fresh` builds it for a scenario's start,
-  `World.restore` from a durable state, `World.snapshot` takes one.
+  server's attempt counts and give-ups (how often the loop gave up on each call), the model's call
+  count, the person (asks, prompts, decisions, answers given), the number of job runs finished, and
+  the timeline so far. A process holds references to it; a crash drops the process and keeps the
+  world. `World.fresh` builds it for a scenario's start, `World.restore` from a durable state,
+  `World.snapshot` takes one.
 - A durable state (`Durable`) is that world plus the checkpoint files (name -> text, temp files
   included), the process number it is for (0: the scenario's first), that process's crash plan,
   and, when a crash made it, the crash's text. A paused scenario's also says how many restart
-  points were swept before the pause (`swept`).
+  points were swept before the pause (`swept`). Give-ups are stored only when there are some
+  (`gave_up`, rows [job run, call ID, count] as the attempts'), so a state without any is stored as
+  it always was.
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
   effects, the log of a tracker that can crash replays, the request count and keys of one that
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.checkpoint import CheckpointError
 from agentcore.checkpoint import parse as parse_checkpoint
+from agentcore.faults import tool_failures
 from agentcore.world import MODES, QueuePerson, ScriptedModel, ScriptedPerson, ToolServer, Tracker
 
 if TYPE_CHECKING:
@@ -38,7 +42,7 @@ _REQUIRED: dict[str, type] = {
     "decisions": dict, "files": dict, "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int}
+_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -66,6 +70,7 @@ class Durable:
     timeline: list[dict[str, Any]]
     crash: str | None = None  # set when a crash at a noted point made this state
     swept: int | None = None  # set in a paused scenario's state
+    gave_up: list[list[Any]] | None = None  # [job run, call ID, give-ups], when the loop gave up on any
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> Durable:
@@ -93,7 +98,8 @@ class Durable:
                 # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
-                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"))
+                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
+                   gave_up=data.get("gave_up"))
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
@@ -107,6 +113,8 @@ class Durable:
             out["crash"] = self.crash
         if self.swept is not None:
             out["swept"] = self.swept
+        if self.gave_up:
+            out["gave_up"] = self.gave_up
         return out
 
 
@@ -128,7 +136,7 @@ class World:
     def __init__(self, cfg: Config, tracker: Tracker, answers: dict[str, bool] | None,
                  log: list[tuple[str, str]] | None) -> None:
         self.tracker = tracker
-        self.server = ToolServer(tracker, cfg.job, cfg.design.flaky)
+        self.server = ToolServer(tracker, cfg.job, tool_failures(cfg.tool_faults) if cfg.design.flaky else 0)
         self.model = ScriptedModel(cfg.job)
         self.person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
                                                      else QueuePerson(tracker, answers, log))
@@ -148,6 +156,7 @@ class World:
         given = {**state.answers, **(answers or {})} if cfg.person != "scripted" else None
         w = cls(cfg, Tracker.restore(state.tracker), given, log)
         w.server.attempts.update({(int(s), c): n for s, c, n in state.attempts})
+        w.server.given_up.update({(int(s), c): n for s, c, n in state.gave_up or []})
         w.model.calls = state.model_calls
         w.person.asks, w.person.prompts = state.asks, state.prompts
         w.person.decisions = dict(state.decisions)
@@ -171,5 +180,5 @@ class World:
         return Durable(
             self.tracker.snapshot(), [[s, c, n] for (s, c), n in self.server.attempts.items()], self.model.calls,
             person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
-            self.events(),
+            self.events(), gave_up=[[s, c, n] for (s, c), n in self.server.given_up.items()] or None,
         )

@@ -110,7 +110,7 @@ def test_queue_person_answers_each_ask_with_its_own_answer_and_counts_every_ask(
 def test_flaky_server_fails_first_attempts_after_then_before_accept():
     job = load("triage")
     t = Tracker("keyless")
-    s = ToolServer(t, job, flaky=True)
+    s = ToolServer(t, job, failures=1)
     tool = job.tools["create_issue"]
     with pytest.raises(ToolFailed):
         s.call(tool, {}, None, (0, "call_1"), CrashPlan(), "d")
