@@ -116,8 +116,8 @@ class MemoryFiles:
 class PowerCutDisk(MemoryFiles):
     """The page cache (inherited) over a durable layer; see the module's rules."""
 
-    __slots__ = ("reprs", "names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
-                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents")
+    __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
+                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents", "reprs")
 
     def __init__(self, read: Iterable[str] = (), data: State | None = None) -> None:
         """`read`: the paths a load reads (the checkpoints); states that differ elsewhere (in temp
