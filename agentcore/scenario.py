@@ -290,9 +290,9 @@ class _Scenario:
 
     def _played(self) -> Played:
         w = self.world
-        dups, missing = w.tracker.tally(self.cfg.expected)
+        dups, missing, denied_ran = w.tally(self.cfg)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status)
+                        self.saves, self.status, denied_ran=denied_ran)
         played.restarts = self.restarts
         played.answers = w.person.given()
         if w.log is not None:

@@ -3,14 +3,16 @@
 Rules:
 - The world of a scenario is what a crash leaves standing: the tracker (with its write-ahead log
   when it can crash: its records are the log's), the tool server's attempt
-  counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
+  counts, the model's call count, the person (asks and how many were avoidable, prompts, decisions,
+  answers given; its faults and seed are the configuration's), the number
   of job runs finished, and the timeline so far. A process holds references to it; a crash drops
   the process and keeps the world. `World.fresh` builds it for a scenario's start,
   `World.restore` from a durable state, `World.snapshot` takes one.
 - A durable state (`Durable`) is that world plus the checkpoint files (name -> text, temp files
   included), the process number it is for (0: the scenario's first), that process's crash plan,
   and, when a crash made it, the crash's text. A paused scenario's also says how many restart
-  points were swept before the pause (`swept`).
+  points were swept before the pause (`swept`). The avoidable asks are stored when there are any
+  (older states have none).
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
   effects, the log of a tracker that can crash replays, every checkpoint file parses) and a corrupt
@@ -36,7 +38,7 @@ _REQUIRED: dict[str, type] = {
     "decisions": dict, "files": dict, "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int}
+_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "avoidable": int}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -64,6 +66,7 @@ class Durable:
     timeline: list[dict[str, Any]]
     crash: str | None = None  # set when a crash at a noted point made this state
     swept: int | None = None  # set in a paused scenario's state
+    avoidable: int = 0  # of `asks`
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> Durable:
@@ -90,7 +93,8 @@ class Durable:
                 # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
-                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"))
+                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
+                   avoidable=data.get("avoidable") or 0)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
@@ -104,6 +108,8 @@ class Durable:
             out["crash"] = self.crash
         if self.swept is not None:
             out["swept"] = self.swept
+        if self.avoidable:
+            out["avoidable"] = self.avoidable
         return out
 
 
@@ -127,8 +133,9 @@ class World:
         self.tracker = tracker
         self.server = ToolServer(tracker, cfg.job, cfg.design.flaky)
         self.model = ScriptedModel(cfg.job)
-        self.person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
-                                                     else QueuePerson(tracker, answers, log))
+        self.person: ScriptedPerson | QueuePerson = (
+            ScriptedPerson(tracker, cfg.person_faults, cfg.seed) if cfg.person == "scripted"
+            else QueuePerson(tracker, answers, log))
         self.seq = 0  # job runs finished
         self.timeline: list[dict[str, Any]] = []  # the events before this scenario's first process
         self.log = log
@@ -146,7 +153,7 @@ class World:
         w = cls(cfg, Tracker.restore(state.tracker), given, log)
         w.server.attempts.update({(int(s), c): n for s, c, n in state.attempts})
         w.model.calls = state.model_calls
-        w.person.asks, w.person.prompts = state.asks, state.prompts
+        w.person.asks, w.person.avoidable, w.person.prompts = state.asks, state.avoidable, state.prompts
         w.person.decisions = dict(state.decisions)
         w.seq = state.seq
         if log is not None:
@@ -168,5 +175,13 @@ class World:
         return Durable(
             self.tracker.snapshot(), [[s, c, n] for (s, c), n in self.server.attempts.items()], self.model.calls,
             person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
-            self.events(),
+            self.events(), avoidable=person.avoidable,
         )
+
+    def tally(self, cfg: Config) -> tuple[int, int, int]:
+        """(duplicates, missing, denied_ran) as agentcore.records defines them: the gated calls the
+        person denies should make no effect, so they are never missing, and each one that made an
+        effect ran although denied."""
+        denied = frozenset(o for o in cfg.expected if cfg.design.approval and self.person.denies(o))
+        dups, missing = self.tracker.tally(cfg.expected, denied)
+        return dups, missing, self.tracker.made(denied)
