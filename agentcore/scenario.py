@@ -292,7 +292,7 @@ class _Scenario:
         w = self.world
         dups, missing, denied_ran = w.tally(self.cfg)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status, denied_ran=denied_ran)
+                        self.saves, self.status, denied_ran=denied_ran, avoidable=w.person.avoidable)
         played.restarts = self.restarts
         played.answers = w.person.given()
         if w.log is not None:

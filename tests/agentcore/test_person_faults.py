@@ -189,6 +189,35 @@ def test_each_question_the_ladder_asks_carries_its_grade(design, tracker, sends_
     assert p.question["avoidable"] is graded
 
 
+@pytest.mark.parametrize("sends_key,avoidable", [(True, 1), (False, 0)])
+def test_a_scenario_counts_its_avoidable_asks(sends_key, avoidable):
+    cfg = Config(_job(sends_key, False), designs.get("loop"), "keyless")
+    p = play(cfg, (_point(cfg, "tracker-accepted t c1"),))
+    assert (p.asks, p.avoidable) == (1, avoidable)
+
+
+def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counting():
+    from agentcore.state import Durable
+    from agentcore.sweep import resume
+    cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
+    first = _point(cfg, "tracker-accepted create_issue call_1")
+    # Process 2 asks about call_1 and pauses; answered, it crashes again at some point q and
+    # process 3 asks again: its paused state starts after one avoidable ask.
+    again = None
+    for q in range(1, 40):
+        p = play(cfg, (first, q))
+        r = resume(cfg, p.durable, {p.question["id"]: True}, (first, "k", "l"), None).played
+        if r.status == "waiting":
+            again = r
+            break
+    assert again is not None
+    stored = json.loads(json.dumps(again.durable))
+    assert (stored["asks"], stored["avoidable"]) == (1, 1)
+    assert Durable.from_dict(stored, "q").to_dict() == stored
+    done = resume(cfg, stored, {again.question["id"]: True}, (first, "k", "l"), None).record
+    assert (done.status, done.asks, done.avoidable) == ("done", 2, 2)
+
+
 def test_a_question_raised_carries_the_grade_it_was_asked_with():
     from agentcore.world import QueuePerson
     with pytest.raises(Suspended) as e:
@@ -261,9 +290,10 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faul
         noted = run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]
         for rec in noted:
             full = play(cfg, (p, rec.second_point), Options())
-            assert (rec.duplicates, rec.missing, rec.denied_ran, rec.asks, rec.approvals, rec.model_calls,
-                    rec.status) == (full.duplicates, full.missing, full.denied_ran, full.asks, full.approvals,
-                                    full.model_calls, full.status), (p, rec)
+            assert (rec.duplicates, rec.missing, rec.denied_ran, rec.asks, rec.avoidable, rec.approvals,
+                    rec.model_calls, rec.status) == (full.duplicates, full.missing, full.denied_ran, full.asks,
+                                                     full.avoidable, full.approvals, full.model_calls,
+                                                     full.status), (p, rec)
             assert len(full.crashes) == 2
 
 
