@@ -3,7 +3,8 @@
 Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
-  once and truthfully; queue: the dashboard's people), under a crash model (agentcore.disk: what
+  once, truthfully unless `person_faults` says otherwise; queue: the dashboard's people, whom
+  `person_faults` does not touch), under a crash model (agentcore.disk: what
   a crash leaves of the checkpoint files), with the store's fsync on or off, and a world that
   misbehaves as agentcore.faults spells it: the tracker (`tracker_fault`: never, crash, ttl:N,
   strict-params), a flaky tool (`tool_faults`), the scripted person (`person_faults`) and the model

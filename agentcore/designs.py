@@ -50,6 +50,11 @@ class Design:
     # to issue None, an effect that exists but is wrong (agentcore.effects). Only a ladder that asks
     # or looks up hears "it happened": a keyed tracker's reruns never do.
     happened_without_result: bool = False
+    # approval gate: a call the person denied runs anyway (only a person who denies can catch it)
+    denied_still_runs: bool = False
+    # approval gate: the approval request ID is the call ID alone, so the next job run's request is
+    # one the person already decided (only a person who denies, over two job runs, can catch it)
+    approval_id_reused: bool = False
     # planted bugs of the checkpoint store (agentcore.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
     remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
@@ -72,9 +77,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "write_in_place",
-        "remove_then_rename", "skip_file_fsync",
-        "skip_dir_fsync")
+        "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "denied_still_runs",
+        "approval_id_reused", "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 

@@ -12,7 +12,9 @@ Rules:
   is agentcore.world's rule; `first` is the chapter's flaky server, attempt for attempt.
 - Person: `truthful`, `deny:P` (approvals denied with probability P), `wrong:P` ("did it happen?"
   answered wrong with probability P), `adversarial` (every answer wrong). Random choices are seeded
-  with the configuration's `seed`.
+  with the configuration's `seed`: `chance` draws them from a hash of the seed and what the choice
+  is about (never a stateful generator: a restarted process, or a twice scenario started from a
+  noted state, must draw what a full replay draws).
 - Model: `fixed` (asked again, the same reply with the same call IDs), `fresh-ids` (the same calls
   under new provider call IDs), `fickle` (seeded: other calls).
 - Tracker fault: `none`, `crash` (agentcore.trackerfault), `ttl:N` (keys forgotten after N requests),
@@ -21,6 +23,8 @@ Rules:
 
 from __future__ import annotations
 
+import hashlib
+
 TOOL_FAULTS = ("first", "k:N", "always")
 PERSON_FAULTS = ("truthful", "deny:P", "wrong:P", "adversarial")
 MODELS = ("fixed", "fresh-ids", "fickle")
@@ -28,6 +32,11 @@ TRACKER_FAULTS = ("none", "crash", "ttl:N", "strict-params")
 TRACKER_FAULT_WORDS = tuple(f for f in TRACKER_FAULTS if ":" not in f)  # the ones without a number
 MAX_TOOL_FAILURES = 100
 MAX_TTL = 10_000
+
+
+def chance(*parts: object) -> float:
+    """A number in [0, 1), the same for the same parts: e.g. chance("deny", seed, run, call_id) < P."""
+    return int.from_bytes(hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()) / 2**64
 
 
 def _number(spec: str, prefix: str, low: int, high: int) -> int:

@@ -8,6 +8,10 @@ crash in between), or when a changing call failed mid-call. Settle it on the fir
 3. ASK the person, who can look.
 After a lookup or an answer: if it happened, its answer becomes the call's result without calling
 again; if not, the call is made again (no new marker: the old one still stands).
+Every ASK is graded: avoidable when a key or a lookup would have settled it (the tool can send a
+key: sent to a tracker that honours keys it makes a repeat harmless, and a tracker that answers
+lookups can say whether it happened), whatever this design and tracker did with it; necessary
+when nothing else could (the tool sends no key: a repeat may double, and a lookup goes by key).
 """
 
 from __future__ import annotations
@@ -37,3 +41,9 @@ def why(read_only: bool, idempotent: bool, key_honoured: bool, can_lookup: bool)
     if can_lookup:
         return tried
     return tried + "; lookup refused: the tracker cannot say whether a request happened"
+
+
+def avoidable(sends_key: bool) -> bool:
+    """The grade of an ASK about a call of a tool that can (or cannot) send a key: True for
+    avoidable, False for necessary (the module says why the key alone decides)."""
+    return sends_key

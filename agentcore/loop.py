@@ -26,7 +26,9 @@ counts):
 - An approval-gated call asks the person under request ID key(run ID, call ID) (`approval-pending`
   while the decision is unsaved), then saves the decision, which is also its attempt marker
   (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
-  decision per request, is not asked twice.
+  decision per request, is not asked twice. A denied call is recorded as denied and never runs.
+- A question to the person carries its grade (ladder.avoidable): whether a key or a lookup would
+  have settled it.
 - The key of a call is key(run ID, call ID). Each process proposes a run ID of its own; only a
   fresh run takes it and saves it at start: a run ID read from the checkpoint continues its run.
 """
@@ -195,7 +197,8 @@ class Loop:
                         answer = self.server.tracker.lookup(k)
                         self.hook(Kind.LOOKUP_ANSWERED, detail)
                     else:
-                        answer = self.person.did_it_happen((self.seq, cid), _call(call), k, ladder.why(*facts))
+                        answer = self.person.did_it_happen((self.seq, cid), _call(call), k, ladder.why(*facts),
+                                                           ladder.avoidable(tool.sends_key))
                     self._log("ladder", f"{detail}: {rung} says " + ("it happened" if answer is not None
                                                                     else "it did not happen"))
                     if answer is not None:
@@ -228,7 +231,9 @@ class Loop:
         cid = call["id"]
         approvals = turn["approvals"]
         if cid not in approvals:
-            ok = self.person.approve(key(self.state["run_id"], cid), _call(call))
+            # planted bug approval_id_reused: the call ID alone, which the next job run sends again
+            request = cid if self.design.approval_id_reused else key(self.state["run_id"], cid)
+            ok = self.person.approve(request, _call(call), (self.seq, cid))
             self.hook(Kind.APPROVAL_PENDING, detail)
             approvals[cid] = "approved" if ok else "denied"
             if ok:
@@ -236,7 +241,7 @@ class Loop:
             self._save(f"decision {detail}")
             self.hook(Kind.DECISION_SAVED, detail)
             self._log("approval", f"{detail}: {approvals[cid]}")
-        if approvals[cid] == "denied":
+        if approvals[cid] == "denied" and not self.design.denied_still_runs:  # planted bug: it runs anyway
             self._record(turn, cid, {"denied": True}, detail)
             return False
         return True

@@ -329,10 +329,11 @@ class _Scenario:
 
     def _played(self) -> Played:
         w = self.world
-        dups, missing = w.tracker.tally(self.cfg.expected)
+        dups, missing, denied_ran = w.tally(self.cfg)
         played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
                         self.saves, self.status,
-                        gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused))
+                        gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused),
+                        denied_ran=denied_ran, avoidable=w.person.avoidable)
         played.restarts = self.restarts
         played.answers = w.person.given()
         if self.check:

@@ -5,16 +5,16 @@ Rules:
   when it can crash: its records are the log's; with its request count and the keys' ages when it
   forgets; with each key's arguments and the refused calls when it compares them), the tool
   server's attempt counts and give-ups (how often the loop gave up on each call), the model's call
-  count, the person (asks, prompts, decisions, answers given), the number of job runs finished, and
-  the timeline so far. A process holds references to it; a crash drops the process and keeps the
-  world. `World.fresh` builds it for a scenario's start, `World.restore` from a durable state,
-  `World.snapshot` takes one.
+  count, the person (asks and how many were avoidable, prompts, decisions, answers given; its faults
+  and seed are the configuration's), the number of job runs finished, and the timeline so far. A
+  process holds references to it; a crash drops the process and keeps the world. `World.fresh`
+  builds it for a scenario's start, `World.restore` from a durable state, `World.snapshot` takes one.
 - A durable state (`Durable`) is that world plus the checkpoint files (name -> text, temp files
   included), the process number it is for (0: the scenario's first), that process's crash plan,
   and, when a crash made it, the crash's text. A paused scenario's also says how many restart
   points were swept before the pause (`swept`). Give-ups are stored only when there are some
-  (`gave_up`, rows [job run, call ID, count] as the attempts'), so a state without any is stored as
-  it always was.
+  (`gave_up`, rows [job run, call ID, count] as the attempts'), and the avoidable asks when there
+  are any, so a state without either is stored as it always was.
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
   effects, the log of a tracker that can crash replays, the request count and keys of one that
@@ -42,7 +42,7 @@ _REQUIRED: dict[str, type] = {
     "decisions": dict, "files": dict, "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list}
+_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list, "avoidable": int}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -71,6 +71,7 @@ class Durable:
     crash: str | None = None  # set when a crash at a noted point made this state
     swept: int | None = None  # set in a paused scenario's state
     gave_up: list[list[Any]] | None = None  # [job run, call ID, give-ups], when the loop gave up on any
+    avoidable: int = 0  # of `asks`
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> Durable:
@@ -99,7 +100,7 @@ class Durable:
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
                    **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
-                   gave_up=data.get("gave_up"))
+                   gave_up=data.get("gave_up"), avoidable=data.get("avoidable") or 0)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
@@ -115,6 +116,8 @@ class Durable:
             out["swept"] = self.swept
         if self.gave_up:
             out["gave_up"] = self.gave_up
+        if self.avoidable:
+            out["avoidable"] = self.avoidable
         return out
 
 
@@ -138,8 +141,9 @@ class World:
         self.tracker = tracker
         self.server = ToolServer(tracker, cfg.job, tool_failures(cfg.tool_faults) if cfg.design.flaky else 0)
         self.model = ScriptedModel(cfg.job)
-        self.person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
-                                                     else QueuePerson(tracker, answers, log))
+        self.person: ScriptedPerson | QueuePerson = (
+            ScriptedPerson(tracker, cfg.person_faults, cfg.seed) if cfg.person == "scripted"
+            else QueuePerson(tracker, answers, log))
         self.seq = 0  # job runs finished
         self.timeline: list[dict[str, Any]] = []  # the events before this scenario's first process
         self.log = log
@@ -158,7 +162,7 @@ class World:
         w.server.attempts.update({(int(s), c): n for s, c, n in state.attempts})
         w.server.given_up.update({(int(s), c): n for s, c, n in state.gave_up or []})
         w.model.calls = state.model_calls
-        w.person.asks, w.person.prompts = state.asks, state.prompts
+        w.person.asks, w.person.avoidable, w.person.prompts = state.asks, state.avoidable, state.prompts
         w.person.decisions = dict(state.decisions)
         w.seq = state.seq
         if log is not None:
@@ -181,4 +185,13 @@ class World:
             self.tracker.snapshot(), [[s, c, n] for (s, c), n in self.server.attempts.items()], self.model.calls,
             person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
             self.events(), gave_up=[[s, c, n] for (s, c), n in self.server.given_up.items()] or None,
+            avoidable=person.avoidable,
         )
+
+    def tally(self, cfg: Config) -> tuple[int, int, int]:
+        """(duplicates, missing, denied_ran) as agentcore.records defines them: the gated calls the
+        person denies should make no effect, so they are never missing, and each one that made an
+        effect ran although denied."""
+        denied = frozenset(o for o in cfg.expected if cfg.design.approval and self.person.denies(o))
+        dups, missing = self.tracker.tally(cfg.expected, denied)
+        return dups, missing, self.tracker.made(denied)

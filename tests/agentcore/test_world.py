@@ -77,7 +77,7 @@ def test_person_answers_truthfully_from_the_tracker():
 def test_person_decides_an_approval_request_once():
     p = ScriptedPerson(Tracker("keyed"))
     call = Call("c1", "create_issue", {})
-    assert p.approve("req", call) and p.approve("req", call)
+    assert p.approve("req", call, (0, "c1")) and p.approve("req", call, (0, "c1"))
     assert p.prompts == 1
 
 
