@@ -12,7 +12,7 @@ Rules:
   answered wrong with probability P), `adversarial` (every answer wrong). Random choices are seeded
   with the configuration's `seed`.
 - Model: `fixed` (asked again, the same reply with the same call IDs), `fresh-ids` (the same calls
-  under new provider call IDs), `fickle` (seeded: other calls).
+  under new provider call IDs), `fickle` (seeded: other calls); agentcore.model acts on it.
 - Tracker fault: `none`, `crash` (agentcore.trackerfault), `ttl:N` (keys forgotten after N requests),
   `strict-params` (a repeated key with other arguments is refused).
 """

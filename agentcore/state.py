@@ -2,15 +2,17 @@
 
 Rules:
 - The world of a scenario is what a crash leaves standing: the tracker (with its write-ahead log
-  when it can crash: its records are the log's), the tool server's attempt
-  counts, the model's call count, the person (asks, prompts, decisions, answers given), the number
-  of job runs finished, and the timeline so far. A process holds references to it; a crash drops
-  the process and keeps the world. `World.fresh` builds it for a scenario's start,
-  `World.restore` from a durable state, `World.snapshot` takes one.
+  when it can crash: its records are the log's), the tool server's attempt counts, the model's
+  call count and how many times it was asked about each turn, the person (asks, prompts,
+  decisions, answers given), the number of job runs finished, and the timeline so far. A process
+  holds references to it; a crash drops the process and keeps the world. `World.fresh` builds it
+  for a scenario's start, `World.restore` from a durable state, `World.snapshot` takes one.
 - A durable state (`Durable`) is that world plus the checkpoint files (name -> text, temp files
   included), the process number it is for (0: the scenario's first), that process's crash plan,
   and, when a crash made it, the crash's text. A paused scenario's also says how many restart
-  points were swept before the pause (`swept`).
+  points were swept before the pause (`swept`). The model's asks per turn (`model_asks`, [[job
+  run, turn, n], ...]) are stored only for a model that is not `fixed` (one that repeats itself
+  has no use for them), so the states of the chapter's world keep their stored shape.
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
   effects, the log of a tracker that can crash replays, every checkpoint file parses) and a corrupt
@@ -25,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentcore.checkpoint import CheckpointError
 from agentcore.checkpoint import parse as parse_checkpoint
-from agentcore.world import MODES, QueuePerson, ScriptedModel, ScriptedPerson, ToolServer, Tracker
+from agentcore.model import ScriptedModel
+from agentcore.world import MODES, QueuePerson, ScriptedPerson, ToolServer, Tracker
 
 if TYPE_CHECKING:
     from agentcore.config import Config
@@ -36,7 +39,7 @@ _REQUIRED: dict[str, type] = {
     "decisions": dict, "files": dict, "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int}
+_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "model_asks": list}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -64,6 +67,7 @@ class Durable:
     timeline: list[dict[str, Any]]
     crash: str | None = None  # set when a crash at a noted point made this state
     swept: int | None = None  # set in a paused scenario's state
+    model_asks: list[list[int]] | None = None  # set for a model that is not fixed
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> Durable:
@@ -81,6 +85,10 @@ class Durable:
             raise CheckpointError(f"{name}: stored durable state: the tracker records are corrupt")
         if "fault" in tracker and not _replays(tracker):
             raise CheckpointError(f"{name}: stored durable state: the tracker's log is corrupt")
+        asks = data.get("model_asks")
+        if asks is not None and not all(isinstance(a, list) and len(a) == 3
+                                        and all(type(x) is int and x >= 0 for x in a) for a in asks):
+            raise CheckpointError(f"{name}: stored durable state: the model's asks are corrupt")
         loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
             if not isinstance(text, str):
@@ -90,7 +98,8 @@ class Durable:
                 # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
-                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"))
+                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
+                   model_asks=asks)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
@@ -104,6 +113,8 @@ class Durable:
             out["crash"] = self.crash
         if self.swept is not None:
             out["swept"] = self.swept
+        if self.model_asks is not None:
+            out["model_asks"] = self.model_asks
         return out
 
 
@@ -126,7 +137,7 @@ class World:
                  log: list[tuple[str, str]] | None) -> None:
         self.tracker = tracker
         self.server = ToolServer(tracker, cfg.job, cfg.design.flaky)
-        self.model = ScriptedModel(cfg.job)
+        self.model = ScriptedModel(cfg.job, cfg.model, cfg.seed, tracker.find)
         self.person: ScriptedPerson | QueuePerson = (ScriptedPerson(tracker) if cfg.person == "scripted"
                                                      else QueuePerson(tracker, answers, log))
         self.seq = 0  # job runs finished
@@ -146,6 +157,7 @@ class World:
         w = cls(cfg, Tracker.restore(state.tracker), given, log)
         w.server.attempts.update({(int(s), c): n for s, c, n in state.attempts})
         w.model.calls = state.model_calls
+        w.model.remember(state.model_asks or [])
         w.person.asks, w.person.prompts = state.asks, state.prompts
         w.person.decisions = dict(state.decisions)
         w.seq = state.seq
@@ -168,5 +180,5 @@ class World:
         return Durable(
             self.tracker.snapshot(), [[s, c, n] for (s, c), n in self.server.attempts.items()], self.model.calls,
             person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
-            self.events(),
+            self.events(), model_asks=self.model.asks() if self.model.mode != "fixed" else None,
         )

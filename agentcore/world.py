@@ -1,4 +1,4 @@
-"""Stand-ins for the outside world: the tracker, the tool server, the model, the person.
+"""Stand-ins for the outside world: the tracker, the tool server, the person (the model: agentcore.model).
 
 Rules:
 - Their state outlives every crash: the harness holds them, a crashed run only held references.
@@ -15,7 +15,9 @@ Rules:
   from the records and logs nothing. A tracker that never crashes (fault "none") has no log and
   fires neither of the two points.
 - Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
-  the loop, that lets a scenario count duplicates and missing effects exactly.
+  the loop, that lets a scenario count duplicates and missing effects exactly. The call ID is the
+  job's: a call the model gave under a fresh provider ID counts as the job call it stands for
+  (agentcore.model.job_origin), for the tracker, the flaky server and the person alike.
 - The flaky tool server (the "tool fails after accept" situation) fails the first attempt of each
   changing call: odd-numbered changing calls die after the tracker accepted (the effect exists),
   even-numbered ones before the request reached it (nothing happened). The loop cannot tell which.
@@ -35,7 +37,8 @@ from typing import Any, Protocol
 
 from agentcore.crash import Hook, Kind
 from agentcore.faults import tracker_fault
-from agentcore.jobs import Call, Job, Tool, resolve
+from agentcore.jobs import Call, Job, Tool
+from agentcore.model import job_origin
 
 MODES = ("keyed", "keyless", "lookup")
 Origin = tuple[int, str]
@@ -123,7 +126,7 @@ class Tracker:
 
     def find(self, origin: Origin) -> dict[str, Any] | None:
         """What a person sees looking at the tracker: the effect this call made, if any."""
-        o = list(origin)
+        o = list(job_origin(origin))
         for e in self.effects:
             if e["origin"] == o:
                 return e["answer"]
@@ -183,6 +186,7 @@ class ToolServer:
              detail: str) -> dict[str, Any]:
         if tool.read_only:
             return self.tracker.search(args)
+        origin = job_origin(origin)
         if self.flaky_after is not None:
             self.attempts[origin] += 1
             if self.attempts[origin] == 1:
@@ -190,23 +194,6 @@ class ToolServer:
                     self.tracker.request(tool.op, args, key, origin, hook, detail)
                 raise ToolFailed(f"{tool.name} {origin[1]}: server died mid-call")
         return self.tracker.request(tool.op, args, key, origin, hook, detail)
-
-
-class ScriptedModel:
-    """Replies from the job: asked about turn N, it gives turn N's reply, the same every time."""
-
-    __slots__ = ("job", "calls")
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.calls = 0
-
-    def reply(self, turn: int, results: dict[str, Any]) -> list[dict[str, Any]] | str:
-        """The calls of turn `turn` (args filled from earlier `results`), or the final answer."""
-        self.calls += 1
-        if turn >= len(self.job.turns):
-            return self.job.final
-        return [{"id": c.id, "tool": c.tool, "args": resolve(c.args, results)} for c in self.job.turns[turn]]
 
 
 class Person(Protocol):
