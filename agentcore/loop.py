@@ -7,9 +7,9 @@ counts):
   that has no result on the ladder, then saves "settled".
 - A turn: resume the checkpoint's open turn, else ask the model (`reply-arrived`) and save the reply
   (with its call IDs) if the design saves replies. A saved reply is never asked for again: a model
-  asked again may give other call IDs or other calls (agentcore.model). Run, in order, each call without a result. Close
-  the turn with the per-turn save (the five designs; the real loop has none: a turn whose calls all
-  have results is closed).
+  asked again may give other call IDs or other calls (agentcore.model). Run, in order, each call
+  without a result. Close the turn with the per-turn save (the five designs; the real loop has
+  none: a turn whose calls all have results is closed).
 - The final answer: the five designs fire `reply-arrived`, mark the run done and save; the real
   loop hands the answer back with no point and no save (nothing after it can be lost).
 - A call that changes something gets an attempt marker (a save, then `marker-saved`) before it runs,

@@ -98,7 +98,7 @@ def test_the_fickle_model_drops_doubles_and_changes_calls_under_new_ids():
         seen |= {"drop" for c in ("call_1", "call_2") if f"{c}~2" not in ids}
         seen |= {"twice" for i in ids if i.endswith("b")}
         seen |= {"change" for c in again if c["args"]["title"].endswith(CHANGED)}
-        seen |= {"keep" for c in again if c["args"] in ({"title": c0.args["title"]} for c0 in TRIAGE.turns[0])}
+        seen |= {"keep" for c in again if c["args"]["title"] in {c0.args["title"] for c0 in TRIAGE.turns[0]}}
     assert seen == {"drop", "twice", "change", "keep"}
 
 
