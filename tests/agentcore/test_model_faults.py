@@ -226,3 +226,8 @@ def test_kill_gives_the_records_of_panic_at_depth_1(model):
     panic, killed = (Config(TRIAGE, designs.get("loop", BUG), "keyed", model=model, seed=1, crash_model=m)
                      for m in ("panic", "kill"))
     assert sweep([killed], depth=1, collect=True).records == sweep([panic], depth=1, collect=True).records
+
+
+def test_a_fickle_sweep_gives_the_same_records_with_any_number_of_workers():
+    cfg = Config(TRIAGE, designs.get("once-per-turn"), "keyed", model="fickle", seed=3)
+    assert sweep([cfg], workers=2).records == sweep([cfg]).records
