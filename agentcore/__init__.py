@@ -3,7 +3,7 @@
 Pure Python, standard library only; it never imports Django. Where each concept lives:
 keys.py (the idempotency key), checkpoint.py (the checkpoint store), disk.py (the simulated disks
 and what a crash leaves of them: panic, power-cut), kill.py (the kill crash model), crash.py (crash points),
-world.py (tracker, tool server, model, person), jobs.py (job files), limits.py (every limit),
+world.py (tracker, tool server, person), model.py (the model), jobs.py (job files), limits.py (every limit),
 ladder.py (settling unknown outcomes), designs.py (the designs compared), loop.py (the loop engine),
 config.py (configurations and the chapter's table), state.py (a scenario's world and its durable
 state), scenario.py (playing one scenario), trackerfault.py (a tracker that can crash, in a

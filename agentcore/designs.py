@@ -4,6 +4,9 @@ Rules: the first five are the chapter's simplified designs, each keeping the per
 ending with a done save; the real loop has no per-turn save and returns its final answer without a
 save, saves twice at start ("started", then "pending calls settled") and settles pending markers in
 between. The two harder situations are the real loop with a flaky tool server or an approval gate.
+The last, `once-per-turn-keys` (save once per turn, with keys), is not in the chapter's table: it
+shows that keys made of call IDs cannot stop a doubled effect when a model asked again about a turn
+gives fresh ones.
 Planted bugs are flags too, so a test can show that the sweep catches each of them; the last four
 (`STORE_BUGS`) are bugs of the checkpoint store the design saves through. A design's `sound` self has
 none (agentcore.effects checks effects against its uninterrupted run).
@@ -55,6 +58,10 @@ class Design:
     # approval gate: the approval request ID is the call ID alone, so the next job run's request is
     # one the person already decided (only a person who denies, over two job runs, can catch it)
     approval_id_reused: bool = False
+    # On restart asks the model again for the open turn instead of running the saved reply's calls
+    # (what it already holds is kept for the call IDs the model gives again). A model that repeats
+    # itself hides it (extra model calls only); one that gives fresh call IDs doubles effects.
+    reask_open_turn: bool = False
     # planted bugs of the checkpoint store (agentcore.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
     remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
@@ -74,11 +81,13 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
     _LOOP,
     replace(_LOOP, name="tool-fails", title="tool fails after accept", flaky=True),
     replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
+    Design("once-per-turn-keys", "save once per turn, with keys", False, True, False, False, True),
 )}
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
         "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "denied_still_runs",
-        "approval_id_reused", "write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
+        "approval_id_reused", "reask_open_turn", "write_in_place", "remove_then_rename", "skip_file_fsync",
+        "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 

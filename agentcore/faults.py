@@ -16,7 +16,7 @@ Rules:
   is about (never a stateful generator: a restarted process, or a twice scenario started from a
   noted state, must draw what a full replay draws).
 - Model: `fixed` (asked again, the same reply with the same call IDs), `fresh-ids` (the same calls
-  under new provider call IDs), `fickle` (seeded: other calls).
+  under new provider call IDs), `fickle` (seeded: other calls); agentcore.model acts on it.
 - Tracker fault: `none`, `crash` (agentcore.trackerfault), `ttl:N` (keys forgotten after N requests),
   `strict-params` (a repeated key with other arguments is refused).
 """

@@ -4,7 +4,8 @@ Rules:
 - A job is JSON: {"name", "tools", "turns"}. `tools` maps a tool name to its declaration:
   {"op": one of OPS, "read_only", "idempotent", "sends_key", "lookup", "approval"} (flags default
   to false). `turns` is a list of replies: each but the last is {"calls": [{"id", "tool",
-  "args"}]}, the last is {"final": "text"}. Call IDs are unique within the job.
+  "args"}]}, the last is {"final": "text"}. Call IDs are unique within the job and never contain
+  SEP, which a model's fresh provider call IDs add to the job's (agentcore.model).
 - An argument may be {"$result": CALL_ID, "field": NAME}: the model fills in that field of an
   earlier turn's result (the model cannot see a result of its own turn).
 - A declaration may not contradict its op: search is read-only, the others change the tracker;
@@ -28,6 +29,7 @@ OPS = ("create_issue", "comment", "search", "label")
 FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
 MAX_BYTES = MAX_JOB_BYTES  # the name the dashboard's command reads
 BUILTIN = {"triage": "triage.json"}
+SEP = "~"  # agentcore.model: "call_1~2" is the 2nd ask's ID for call_1
 
 
 class JobError(ValueError):
@@ -198,6 +200,8 @@ class _Checker:
         if set(value) != {"id", "tool", "args"}:
             raise self.fail(field, "a call has exactly the fields id, tool, args")
         cid = self.text(value["id"], field + ".id")
+        if SEP in cid:
+            raise self.fail(field + ".id", f"call ID {cid!r} contains {SEP!r}, which fresh provider call IDs use")
         if cid in seen:
             raise self.fail(field + ".id", f"call ID {cid!r} is used twice")
         tool = self.text(value["tool"], field + ".tool")

@@ -3,8 +3,9 @@
 Rules:
 - The child is forked for one process of the scenario and runs its job runs against the checkpoint
   in a real folder. Everything that outlives a crash stays in the parent: the world's stand-ins
-  (tracker, tool server, model, person), the timeline, the crash plan and the count of job runs
-  finished. The child reaches them through a pipe, one request at a time, and waits for each answer.
+  (tracker, tool server, model with its count of asks per turn, person), the timeline, the crash
+  plan and the count of job runs finished. The child reaches them through a pipe, one request at a
+  time, and waits for each answer.
 - Every crash point is a request too. When the parent's crash plan says "crash here", the parent
   answers with SIGKILL: the child dies between two system calls, holding whatever it held, with
   nothing flushed or cleaned up; the next process starts from the folder as the kill left it.

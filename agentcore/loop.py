@@ -6,9 +6,10 @@ counts):
   save. Otherwise save before anything else; the real loop saves "started", settles every marker
   that has no result on the ladder, then saves "settled".
 - A turn: resume the checkpoint's open turn, else ask the model (`reply-arrived`) and save the reply
-  (with its call IDs) if the design saves replies. Run, in order, each call without a result. Close
-  the turn with the per-turn save (the five designs; the real loop has none: a turn whose calls all
-  have results is closed).
+  (with its call IDs) if the design saves replies. A saved reply is never asked for again: a model
+  asked again may give other call IDs or other calls (agentcore.model). Run, in order, each call
+  without a result. Close the turn with the per-turn save (the five designs; the real loop has
+  none: a turn whose calls all have results is closed).
 - The final answer: the five designs fire `reply-arrived`, mark the run done and save; the real
   loop hands the answer back with no point and no save (nothing after it can be lost).
 - A call that changes something gets an attempt marker (a save, then `marker-saved`) before it runs,
@@ -44,7 +45,8 @@ from agentcore.designs import Design
 from agentcore.jobs import Call, Job, Tool
 from agentcore.keys import key
 from agentcore.limits import MAX_ATTEMPTS
-from agentcore.world import Person, Refused, ScriptedModel, ToolFailed, ToolServer
+from agentcore.model import ScriptedModel
+from agentcore.world import Person, Refused, ToolFailed, ToolServer
 
 
 class ToolGaveUp(Exception):
@@ -84,15 +86,15 @@ class Loop:
                     if call["id"] in turn["markers"] and call["id"] not in turn["results"]:
                         self._settle(turn, call, self.job.tools[call["tool"]])
             self._save("settled")
+        reask = self.design.reask_open_turn
         while True:
             turn = self._open_turn()
+            if turn is not None and reask:  # planted bug: the saved reply is not trusted
+                self._reask(turn)
+            reask = False
             if turn is None:
                 n = len(state["turns"])
-                results = {cid: r for t in state["turns"] for cid, r in t["results"].items()}
-                reply = self.model.reply(n, results)
-                if self.log is not None:
-                    self._log("model", f"turn {n + 1}: " + (reply if isinstance(reply, str) else
-                                                            ", ".join(f"{c['tool']} {c['id']}" for c in reply)))
+                reply = self._ask(n)
                 if isinstance(reply, str):
                     if self.design.real_loop:
                         return reply
@@ -117,6 +119,30 @@ class Loop:
             if self.design.turn_save:
                 turn["closed"] = True
                 self._save(f"turn {len(state['turns'])}")
+
+    def _ask(self, n: int) -> list[dict[str, Any]] | str:
+        """The model's reply for turn `n` (0-based), given the results of the turns before it."""
+        results = {cid: r for t in self.state["turns"][:n] for cid, r in t["results"].items()}
+        reply = self.model.reply(self.seq, n, results)
+        if self.log is not None:
+            self._log("model", f"turn {n + 1}: " + (reply if isinstance(reply, str) else
+                                                    ", ".join(f"{c['tool']} {c['id']}" for c in reply)))
+        return reply
+
+    def _reask(self, turn: dict[str, Any]) -> None:
+        """Planted bug `reask_open_turn`: the open turn's calls become the model's new reply for it;
+        results and markers are kept for the call IDs it gives again (all of them, if the model
+        repeats itself exactly), so the new calls run as if never tried."""
+        n = len(self.state["turns"]) - 1
+        reply = self._ask(n)
+        assert not isinstance(reply, str)  # an open turn has calls: the final answer is no turn
+        self.hook(Kind.REPLY_ARRIVED, f"turn {n + 1}")
+        ids = {c["id"] for c in reply}
+        turn["calls"] = reply
+        turn["results"] = {cid: r for cid, r in turn["results"].items() if cid in ids}
+        turn["markers"] = [cid for cid in turn["markers"] if cid in ids]
+        if self.design.save_reply:
+            self._save(f"reply turn {n + 1}")
 
     def _start(self) -> dict[str, Any] | None:
         """Load the checkpoint and save "start"; None if it says the run is done. Only a run ID

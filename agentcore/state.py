@@ -5,16 +5,19 @@ Rules:
   when it can crash: its records are the log's; with its request count and the keys' ages when it
   forgets; with each key's arguments and the refused calls when it compares them), the tool
   server's attempt counts and give-ups (how often the loop gave up on each call), the model's call
-  count, the person (asks and how many were avoidable, prompts, decisions, answers given; its faults
-  and seed are the configuration's), the number of job runs finished, and the timeline so far. A
-  process holds references to it; a crash drops the process and keeps the world. `World.fresh`
-  builds it for a scenario's start, `World.restore` from a durable state, `World.snapshot` takes one.
+  count and how many times it was asked about each turn, the person (asks and how many were
+  avoidable, prompts, decisions, answers given; its faults and seed are the configuration's), the
+  number of job runs finished, and the timeline so far. A process holds references to it; a crash
+  drops the process and keeps the world. `World.fresh` builds it for a scenario's start,
+  `World.restore` from a durable state, `World.snapshot` takes one.
 - A durable state (`Durable`) is that world plus the checkpoint files (name -> text, temp files
   included), the process number it is for (0: the scenario's first), that process's crash plan,
   and, when a crash made it, the crash's text. A paused scenario's also says how many restart
   points were swept before the pause (`swept`). Give-ups are stored only when there are some
-  (`gave_up`, rows [job run, call ID, count] as the attempts'), and the avoidable asks when there
-  are any, so a state without either is stored as it always was.
+  (`gave_up`, rows [job run, call ID, count] as the attempts'), the avoidable asks when there are
+  any, and the model's asks per turn (`model_asks`, [[job run, turn, n], ...]) only for a model
+  that is not `fixed` (one that repeats itself has no use for them), so the states of the
+  chapter's world keep their stored shape.
 - The dashboard stores durable states as JSON objects: `to_dict` gives the stored shape, key for
   key and in order; `from_dict` checks a stored one (each key's type, the tracker's mode and
   effects, the log of a tracker that can crash replays, the request count and keys of one that
@@ -31,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from agentcore.checkpoint import CheckpointError
 from agentcore.checkpoint import parse as parse_checkpoint
 from agentcore.faults import tool_failures
-from agentcore.world import MODES, QueuePerson, ScriptedModel, ScriptedPerson, ToolServer, Tracker
+from agentcore.model import ScriptedModel
+from agentcore.world import MODES, QueuePerson, ScriptedPerson, ToolServer, Tracker
 
 if TYPE_CHECKING:
     from agentcore.config import Config
@@ -42,7 +46,8 @@ _REQUIRED: dict[str, type] = {
     "decisions": dict, "files": dict, "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list, "avoidable": int}
+_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list, "avoidable": int,
+                              "model_asks": list}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -72,6 +77,7 @@ class Durable:
     swept: int | None = None  # set in a paused scenario's state
     gave_up: list[list[Any]] | None = None  # [job run, call ID, give-ups], when the loop gave up on any
     avoidable: int = 0  # of `asks`
+    model_asks: list[list[int]] | None = None  # set for a model that is not fixed
 
     @classmethod
     def from_dict(cls, data: Any, name: str) -> Durable:
@@ -90,6 +96,10 @@ class Durable:
         if "fault" in tracker and not _replays(tracker):
             what = "log" if tracker["fault"] == "crash" else "fault state"
             raise CheckpointError(f"{name}: stored durable state: the tracker's {what} is corrupt")
+        asks = data.get("model_asks")
+        if asks is not None and not all(isinstance(a, list) and len(a) == 3
+                                        and all(type(x) is int and x >= 0 for x in a) for a in asks):
+            raise CheckpointError(f"{name}: stored durable state: the model's asks are corrupt")
         loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
             if not isinstance(text, str):
@@ -100,7 +110,7 @@ class Durable:
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
         return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
                    **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
-                   gave_up=data.get("gave_up"), avoidable=data.get("avoidable") or 0)
+                   gave_up=data.get("gave_up"), avoidable=data.get("avoidable") or 0, model_asks=asks)
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
@@ -118,6 +128,8 @@ class Durable:
             out["gave_up"] = self.gave_up
         if self.avoidable:
             out["avoidable"] = self.avoidable
+        if self.model_asks is not None:
+            out["model_asks"] = self.model_asks
         return out
 
 
@@ -140,7 +152,7 @@ class World:
                  log: list[tuple[str, str]] | None) -> None:
         self.tracker = tracker
         self.server = ToolServer(tracker, cfg.job, tool_failures(cfg.tool_faults) if cfg.design.flaky else 0)
-        self.model = ScriptedModel(cfg.job)
+        self.model = ScriptedModel(cfg.job, cfg.model, cfg.seed, tracker.find)
         self.person: ScriptedPerson | QueuePerson = (
             ScriptedPerson(tracker, cfg.person_faults, cfg.seed) if cfg.person == "scripted"
             else QueuePerson(tracker, answers, log))
@@ -162,6 +174,7 @@ class World:
         w.server.attempts.update({(int(s), c): n for s, c, n in state.attempts})
         w.server.given_up.update({(int(s), c): n for s, c, n in state.gave_up or []})
         w.model.calls = state.model_calls
+        w.model.remember(state.model_asks or [])
         w.person.asks, w.person.avoidable, w.person.prompts = state.asks, state.avoidable, state.prompts
         w.person.decisions = dict(state.decisions)
         w.seq = state.seq
@@ -186,6 +199,7 @@ class World:
             person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
             self.events(), gave_up=[[s, c, n] for (s, c), n in self.server.given_up.items()] or None,
             avoidable=person.avoidable,
+            model_asks=self.model.asks() if self.model.mode != "fixed" else None,
         )
 
     def tally(self, cfg: Config) -> tuple[int, int, int]:

@@ -1,4 +1,4 @@
-"""Stand-ins for the outside world: the tracker, the tool server, the model, the person.
+"""Stand-ins for the outside world: the tracker, the tool server, the person (the model: agentcore.model).
 
 Rules:
 - Their state outlives every crash: the harness holds them, a crashed run only held references.
@@ -28,7 +28,9 @@ Rules:
   counts them as calls given up on, and a call the job needed that only a refused request stood
   for is missing.
 - Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
-  the loop, that lets a scenario count duplicates and missing effects exactly.
+  the loop, that lets a scenario count duplicates and missing effects exactly. The call ID is the
+  job's: a call the model gave under a fresh provider ID counts as the job call it stands for
+  (agentcore.model.job_origin), for the tracker, the flaky server and the person alike.
 - The flaky tool server (the "tool fails after accept" situation; only a design with `flaky` has
   one, agentcore.designs) fails the first N attempts of each changing call (`Config.tool_faults`:
   agentcore.faults.tool_failures, 1 for `first`, None for `always`: every attempt). A call's failing
@@ -71,7 +73,8 @@ from typing import Any, Protocol
 
 from agentcore.crash import Hook, Kind
 from agentcore.faults import chance, person_faults, tracker_fault
-from agentcore.jobs import Call, Job, Tool, resolve
+from agentcore.jobs import Call, Job, Tool
+from agentcore.model import job_origin
 
 MODES = ("keyed", "keyless", "lookup")
 Origin = tuple[int, str]
@@ -197,7 +200,7 @@ class Tracker:
 
     def find(self, origin: Origin) -> dict[str, Any] | None:
         """What a person sees looking at the tracker: the effect this call made, if any."""
-        o = list(origin)
+        o = list(job_origin(origin))
         for e in self.effects:
             if e["origin"] == o:
                 return e["answer"]
@@ -282,6 +285,7 @@ class ToolServer:
              detail: str) -> dict[str, Any]:
         if tool.read_only:
             return self.tracker.search(args)
+        origin = job_origin(origin)
         if self.failures != 0:
             self.attempts[origin] += 1
             if self.failures is None or self.attempts[origin] <= self.failures:
@@ -293,23 +297,6 @@ class ToolServer:
     def give_up(self, origin: Origin) -> None:
         """The loop gave up on this call (stopped, or moved on without its result)."""
         self.given_up[origin] += 1
-
-
-class ScriptedModel:
-    """Replies from the job: asked about turn N, it gives turn N's reply, the same every time."""
-
-    __slots__ = ("job", "calls")
-
-    def __init__(self, job: Job) -> None:
-        self.job = job
-        self.calls = 0
-
-    def reply(self, turn: int, results: dict[str, Any]) -> list[dict[str, Any]] | str:
-        """The calls of turn `turn` (args filled from earlier `results`), or the final answer."""
-        self.calls += 1
-        if turn >= len(self.job.turns):
-            return self.job.final
-        return [{"id": c.id, "tool": c.tool, "args": resolve(c.args, results)} for c in self.job.turns[turn]]
 
 
 class Person(Protocol):
@@ -369,11 +356,11 @@ class ScriptedPerson(_Approver):
         self._asked(avoidable)
         found = self.tracker.find(origin)
         lies = self.kind == "adversarial" or (
-            self.kind == "wrong" and chance("wrong", self.seed, *origin, self.asks) < self.p)
+            self.kind == "wrong" and chance("wrong", self.seed, *job_origin(origin), self.asks) < self.p)
         return said(self.tracker, origin, (found is not None) != lies)
 
     def denies(self, origin: Origin) -> bool:
-        return self.kind == "deny" and chance("deny", self.seed, *origin) < self.p
+        return self.kind == "deny" and chance("deny", self.seed, *job_origin(origin)) < self.p
 
 
 def said(tracker: Tracker, origin: Origin, happened: bool) -> dict[str, Any] | None:

@@ -6,8 +6,9 @@ from agentcore import designs, jobs
 from agentcore.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.crash import Crash, CrashPlan
 from agentcore.loop import Loop
+from agentcore.model import ScriptedModel
 from agentcore.sweep import Config, Options, play
-from agentcore.world import ScriptedModel, ScriptedPerson, ToolServer, Tracker
+from agentcore.world import ScriptedPerson, ToolServer, Tracker
 
 S = ["save-half-done", "save-renamed"]
 R, A, T = "reply-arrived", "tracker-accepted", "tool-returned"

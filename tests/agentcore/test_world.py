@@ -2,7 +2,7 @@ import pytest
 
 from agentcore.crash import CrashPlan
 from agentcore.jobs import Call, load
-from agentcore.world import QueuePerson, ScriptedModel, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
+from agentcore.world import QueuePerson, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
 
 
 def request(t, key, origin=(0, "c1"), hook=None):
@@ -54,14 +54,6 @@ def test_tally_counts_extra_and_missing_effects():
     request(t, None, (0, "a"))
     request(t, None, (0, "a"))
     assert t.tally([(0, "a"), (0, "b")]) == (1, 1)
-
-
-def test_model_gives_the_same_reply_when_asked_again_and_counts_calls():
-    m = ScriptedModel(load("triage"))
-    assert m.reply(0, {}) == m.reply(0, {})
-    assert m.reply(1, {"call_1": {"number": 5}})[1]["args"]["issue"] == 5
-    assert isinstance(m.reply(2, {}), str)
-    assert m.calls == 4
 
 
 def test_person_answers_truthfully_from_the_tracker():
