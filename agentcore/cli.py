@@ -55,14 +55,23 @@ class Progress:
             self.stream.write("\n")
 
 
-def positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
-    return n
+def whole_number(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `minimum`."""
+
+    def check(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {n}")
+        return n
+
+    return check
+
+
+positive = whole_number(1)
+seed = whole_number(0)
 
 
 def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
@@ -76,16 +85,6 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
         return text
 
     return check
-
-
-def seed(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, not {n}")
-    return n
 
 
 def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
