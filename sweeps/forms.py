@@ -186,6 +186,10 @@ class ScenarioFilterForm(forms.Form):
     asked = _yes_no("asked")
     missing = _yes_no("missing effects")
     extra_calls = _yes_no("repeated model calls")
+    has_wrong = _yes_no("wrong effects")
+    gave_up = _yes_no("gave up on a call")
+    denied_ran = _yes_no("a denied call ran")
+    avoidable = _yes_no("avoidable asks")
     status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False,
                                label="status")
     # Not a filter: the metric whose sum over the listed scenarios the page states first (the table's
@@ -195,7 +199,7 @@ class ScenarioFilterForm(forms.Form):
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
     FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups",
-               "asked", "missing", "extra_calls", "status")
+               "asked", "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran", "avoidable", "status")
 
     def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

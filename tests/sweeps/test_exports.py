@@ -7,12 +7,14 @@ import csv
 import io
 import json
 
-from agentcore.records import TableRow
+from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
 from sweeps import exports, selectors
 from sweeps.configs import Conditions
 
-ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, 0, 7), TableRow("keys and markers", 43, 1014)]
+ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, calls_plus=7), TableRow("keys and markers", 43, 1014)]
+# A world with faults: rows with the columns the chapter has not.
+WORLD_ROWS = [TableRow("real loop, keyed tracker", 18, 225, wrong=2, avoidable=5), TableRow("keys", 18, 225)]
 PANIC = Conditions()
 POWER_CUT = Conditions("power-cut", False, "crash")
 
@@ -49,6 +51,19 @@ def test_table_markdown_opens_with_the_conditions_line_then_agentcore_render():
 def test_table_markdown_has_the_chapter_titles():
     assert exports.table_text(ROWS, "md", PANIC).splitlines()[2] == (
         "| design | once | twice | with dups | dups | missing | asks | calls+ |")
+
+
+def test_table_markdown_shows_a_column_the_chapter_has_not_only_when_a_row_has_one():
+    lines = exports.table_text(WORLD_ROWS, "md", PANIC).splitlines()
+    assert lines[2] == "| design | once | twice | with dups | dups | missing | wrong | asks | avoidable | calls+ |"
+    assert lines[4] == "| real loop, keyed tracker | 18 | 225 | 0 | 0 | 0 | 2 | 0 | 5 | 0 |"
+
+
+def test_table_csv_and_json_carry_every_column_even_at_zero():
+    header = next(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", PANIC))))
+    assert header[1:1 + len(COLUMNS)] == list(COLUMNS)
+    (first, _) = json.loads(exports.table_text(WORLD_ROWS, "json", PANIC))
+    assert (first["wrong"], first["gave_up"], first["denied_ran"], first["avoidable"]) == (2, 0, 0, 5)
 
 
 def test_table_of_the_default_conditions_says_them_too():
@@ -93,14 +108,15 @@ def test_filename():
 
 
 def test_compare_csv_has_both_sides_and_the_difference_per_column():
-    rows = selectors.compare_tables([TableRow("x", 1, 2, 0, 0, 0, 3, 0), TableRow("gone", 5)],
-                                    [TableRow("x", 1, 4, 0, 0, 0, 1, 0)])
+    rows = selectors.compare_tables([TableRow("x", 1, 2, asks=3), TableRow("gone", 5)],
+                                    [TableRow("x", 1, 4, asks=1, wrong=2)])
     lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC))))
     assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
-    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * 7 + 2
+    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * len(COLUMNS) + 2
     x = dict(zip(lines[0], lines[1], strict=True))
     assert (x["sweep_a"], x["sweep_b"], x["in"], x["changed"]) == ("7", "9", "both", "yes")
     assert (x["twice_a"], x["twice_b"], x["twice_diff"], x["asks_diff"], x["once_diff"]) == ("2", "4", "2", "-2", "0")
+    assert (x["wrong_a"], x["wrong_b"], x["wrong_diff"], x["avoidable_diff"]) == ("0", "2", "2", "0")
     gone = dict(zip(lines[0], lines[2], strict=True))
     assert (gone["in"], gone["once_a"], gone["once_b"], gone["once_diff"]) == ("a only", "5", "", "")
 
