@@ -363,9 +363,13 @@ def scenario_get(scenario_id: int) -> Scenario:
     return Scenario.objects.select_related("sweep").defer("sweep__job_source", "sweep__table").get(pk=scenario_id)
 
 
-def question_list(sweep: Sweep | None, status: str) -> QuerySet[Question]:
-    """Questions of one sweep (or all), open or answered, with who answered and the scenario's identity."""
+def question_list(sweep: Sweep | None, status: str, avoidable: bool | None = None) -> QuerySet[Question]:
+    """Questions of one sweep (or all), open or answered, with who answered and the scenario's identity;
+    only the avoidable ones (a key or a lookup would have settled them) or only the necessary ones
+    when `avoidable` says which."""
     qs = Question.objects.all() if sweep is None else Question.objects.filter(sweep=sweep)
+    if avoidable is not None:
+        qs = qs.filter(avoidable=avoidable)
     if status == "open":
         qs = qs.filter(status=Question.Status.OPEN).order_by("created_at", "id")
     else:
@@ -379,8 +383,12 @@ def question_durables(question_ids: list[int]) -> dict[int, Any]:
     return dict(Question.objects.filter(pk__in=question_ids).values_list("pk", "durable"))
 
 
-def question_counts(sweep: Sweep | None) -> dict[str, int]:
+def question_counts(sweep: Sweep | None, avoidable: bool | None = None) -> dict[str, int]:
+    """Open, answered and rightly answered questions of one sweep (or all), of the avoidable or the
+    necessary ones when `avoidable` says which."""
     qs = Question.objects.all() if sweep is None else Question.objects.filter(sweep=sweep)
+    if avoidable is not None:
+        qs = qs.filter(avoidable=avoidable)
     agg = qs.aggregate(open=Count("id", filter=Q(status=Question.Status.OPEN)),
                        answered=Count("id", filter=~Q(status=Question.Status.OPEN)),
                        right=Count("id", filter=~Q(status=Question.Status.OPEN) & Q(answer=F("truth"))))

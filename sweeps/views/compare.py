@@ -55,7 +55,9 @@ def compare(request: HttpRequest) -> HttpResponse:
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
                  (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),
-                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"))]
+                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"),
+                  ("tool faults", "tool_faults"), ("person faults", "person_faults"), ("model", "model"),
+                  ("seed", "seed"))]
         context.update({
             "a": a, "b": b, "rows": rows, "changed": sum(r["changed"] for r in rows),
             "only_a": sum(r["b"] is None for r in rows), "only_b": sum(r["a"] is None for r in rows),

@@ -11,7 +11,6 @@ import html
 import io
 import json
 import re
-import uuid
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -25,11 +24,12 @@ from kombu.exceptions import OperationalError
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
 from sweeps import exports, selectors
-from sweeps.configs import Conditions
+from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
+from tests.sweeps._web import launch_data
 
 pytestmark = pytest.mark.django_db
 
@@ -93,13 +93,6 @@ def count_shown(page: str) -> int:
     return int(re.search(r'<strong id="count">(\d+)</strong>', page).group(1))
 
 
-def launch_data(**kw) -> dict:
-    data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "request_token": uuid.uuid4().hex}
-    data.update(kw)
-    return data
-
-
 # --- 1. list and launch ------------------------------------------------------------------------
 
 def test_list_shows_sweeps(client, sweep):
@@ -159,13 +152,47 @@ def test_launch_stores_the_conditions_chosen(auth):
     assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
 
 
+def test_launch_stores_the_world_chosen(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(
+        preset="custom", designs=["loop"], trackers=["keyed"], depth="1", tracker_fault="ttl:5", tool_faults="k:2",
+        person_faults="deny:0.5", model="fickle", seed="7"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and conditions_of(sweep) == Conditions("panic", True, "ttl:5", "k:2", "deny:0.5",
+                                                                       "fickle", 7)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("tracker_fault", "ttl:0", "tracker fault &#x27;ttl:0&#x27;: N must be a whole number from 1 to 10000"),
+    ("person_faults", "liar", "unknown person &#x27;liar&#x27; (choose from truthful, deny:P, wrong:P, adversarial)"),
+    ("seed", "-2", "Ensure this value is greater than or equal to 0."),
+])
+def test_launch_with_a_bad_world_says_why_by_the_field_and_stores_nothing(auth, field, value, message):
+    r = auth.post(reverse("sweeps:launch"), launch_data(**{field: value}))
+    assert r.status_code == 400 and Sweep.objects.count() == 0
+    world = re.search(r'<fieldset id="world">(.*?)</fieldset>', text(r), re.S).group(1)
+    assert f'<ul class="errorlist" id="id_{field}_error"><li>{message}</li></ul>' in world
+
+
 def test_launch_form_offers_the_conditions_with_their_defaults_selected(auth):
     page = text(auth.get(reverse("sweeps:list")))
     form = re.search(r'<fieldset id="conditions">(.*?)</fieldset>', page, re.S).group(1)
     assert re.search(r'<option value="panic" selected>', form) and '<option value="power-cut">' in form
     assert re.search(r'<option value="on" selected>', form) and '<option value="off">' in form
-    assert re.search(r'<option value="none" selected>', form) and '<option value="crash">' in form
     assert "what a crash leaves of the checkpoint files" in form
+
+
+def test_launch_form_has_a_world_section_at_agentcore_s_defaults_with_help(auth):
+    page = text(auth.get(reverse("sweeps:list")))
+    world = re.search(r'<fieldset id="world"><legend>World</legend>(.*?)</fieldset>', page, re.S).group(1)
+    for name, value in (("tracker_fault", "none"), ("tool_faults", "first"), ("person_faults", "truthful"),
+                        ("seed", "0")):
+        field = re.search(rf'<input [^>]*name="{name}"[^>]*>', world).group(0)
+        assert f'value="{value}"' in field and f'aria-describedby="id_{name}_helptext"' in field
+    assert re.search(r'<option value="fixed" selected>', world) and '<option value="fickle">' in world
+    assert re.search(r'<datalist id="id_tracker_fault_spellings">.*<option value="ttl:5">', world)
+    assert 'list="id_tracker_fault_spellings"' in world
+    assert "ttl:N: it forgets keys after N requests" in world and "deny:P" in world
+    assert page.index('id="conditions"') < page.index('id="world"')
 
 
 def test_launch_twice_with_one_token_makes_one_sweep(auth):
@@ -274,6 +301,15 @@ def test_sweep_page_says_the_conditions_by_the_table(client, sweep):
     line = re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1)
     assert line == "crash model: power-cut, fsync off, tracker fault: crash"
     assert page.index("Variant comparison") < page.index('id="conditions"') < page.index('id="results"')
+
+
+def test_sweep_page_says_the_world_by_the_table(client, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(tracker_fault="ttl:5", tool_faults="always", person_faults="wrong:0.5",
+                                             model="fickle", seed=4)
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1) == (
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: always, person: wrong:0.5, model: fickle, "
+        "seed: 4")
 
 
 def test_sweep_page_says_the_default_conditions_too(client, sweep):
@@ -835,7 +871,35 @@ def test_answer_all_by_anonymous_is_403(client, sweep, waiting):
     assert client.post(reverse("sweeps:answer_all", args=[sweep.pk])).status_code == 403
 
 
-@pytest.mark.parametrize("query", ["status=closed", "page=0", "page=y"])
+def queue_rows(page: str) -> dict[str, str]:
+    """{question call: its need cell's word} from the question queue's table."""
+    rows = re.findall(r'<code>create_issue (call_\d+)</code>.*?<td class="need">(.*?)</td>', page, re.S)
+    return {call: re.sub(r"<[^>]+>", "", need) for call, need in rows}
+
+
+def test_the_queue_says_which_questions_were_avoidable(client, sweep, waiting):
+    Question.objects.filter(pk=waiting[1].pk).update(avoidable=True)
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk])))
+    assert queue_rows(page) == {"call_1": "necessary", "call_2": "avoidable"}
+
+
+@pytest.mark.parametrize(("need", "shown", "open_count"), [
+    ("necessary", {"call_1": "necessary"}, 1), ("avoidable", {"call_2": "avoidable"}, 1),
+    ("", {"call_1": "necessary", "call_2": "avoidable"}, 2)])
+def test_the_queue_filters_necessary_or_avoidable_questions(client, sweep, waiting, need, shown, open_count):
+    Question.objects.filter(pk=waiting[1].pk).update(avoidable=True)
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + f"?need={need}"))
+    assert queue_rows(page) == shown and f'<span id="open-count">{open_count}</span>' in page
+
+
+def test_the_queue_filter_is_kept_by_the_status_links_and_says_when_none_match(client, sweep, waiting):
+    page = text(client.get(reverse("sweeps:questions") + "?need=avoidable"))
+    assert 'href="?status=answered&amp;need=avoidable"' in page
+    assert re.search(r'<a href="\?status=open&amp;need=avoidable" aria-current="page"', page)
+    assert "No open avoidable question." in page
+
+
+@pytest.mark.parametrize("query", ["status=closed", "page=0", "page=y", "need=maybe", "need=1"])
 def test_question_list_bad_values_are_400(client, sweep, query):
     assert client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + "?" + query).status_code == 400
 
@@ -1016,6 +1080,19 @@ def test_compare_shows_each_sweep_s_conditions(client, sweep, other_sweep):
         "crash model: panic, fsync on", "crash model: power-cut, fsync off"]
 
 
+def test_compare_says_when_the_world_differs(client, sweep, other_sweep):
+    Sweep.objects.filter(pk=other_sweep.pk).update(tracker_fault="ttl:5", tool_faults="k:3",
+                                                   person_faults="deny:0.5", model="fresh-ids", seed=2)
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert re.findall(r'<p class="setup-differs">(.*?)</p>', page) == [
+        "Different tracker fault: none in A, ttl:5 in B.", "Different tool faults: first in A, k:3 in B.",
+        "Different person faults: truthful in A, deny:0.5 in B.", "Different model: fixed in A, fresh-ids in B.",
+        "Different seed: 0 in A, 2 in B."]
+    assert re.findall(r'<span class="conditions">(.*?)</span>', page)[1] == (
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:3, person: deny:0.5, model: fresh-ids, "
+        "seed: 2")
+
+
 def test_compare_says_when_the_conditions_differ(client, sweep, other_sweep):
     assert "setup-differs" not in text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="power-cut", fsync=False, tracker_fault="crash")
@@ -1077,6 +1154,14 @@ def test_compare_export_unknown_sweep_is_404(auth, sweep):
 @pytest.mark.parametrize("model", ["sweep", "chunk", "scenario", "question"])
 def test_admin_lists(admin_client, waiting, model):
     assert admin_client.get(reverse(f"admin:sweeps_{model}_changelist")).status_code == 200
+
+
+def test_admin_shows_the_world_and_filters_questions_by_need(admin_client, waiting):
+    Sweep.objects.filter(pk=waiting[0].sweep_id).update(tracker_fault="ttl:5", seed=9)
+    page = text(admin_client.get(reverse("admin:sweeps_sweep_changelist")))
+    assert "ttl:5" in page and "column-seed" in page
+    r = admin_client.get(reverse("admin:sweeps_question_changelist") + "?avoidable__exact=1")
+    assert r.status_code == 200 and "0 questions" in text(r)
 
 
 def test_admin_change_pages(admin_client, waiting):
