@@ -16,13 +16,15 @@ from sweeps.models import Chunk, Question, Scenario, Sweep
 @admin.register(Sweep)
 class SweepAdmin(admin.ModelAdmin):
     list_display = ("id", "job_name", "status", "depth", "runs", "person", "crash_model", "fsync", "tracker_fault",
-                    "total_chunks", "created_by", "created_at", "finished_at")
-    list_filter = ("status", "person", "depth", "crash_model", "fsync", "tracker_fault")
+                    "tool_faults", "person_faults", "model", "seed", "total_chunks", "created_by", "created_at",
+                    "finished_at")
+    list_filter = ("status", "person", "depth", "crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults",
+                   "model")
     search_fields = ("job_name", "error")
     raw_id_fields = ("created_by",)
     # What the sweep was swept under: its stored rows (and any resume) depend on it.
-    readonly_fields = ("job_source", "configs", "crash_model", "fsync", "tracker_fault", "table", "created_at",
-                       "finished_at", "request_token")
+    readonly_fields = ("job_source", "configs", "crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults",
+                       "model", "seed", "table", "created_at", "finished_at", "request_token")
     date_hierarchy = "created_at"
 
 
@@ -38,7 +40,7 @@ class ChunkAdmin(admin.ModelAdmin):
 @admin.register(Scenario)
 class ScenarioAdmin(admin.ModelAdmin):
     list_display = ("id", "sweep_id", "config", "design", "tracker", "first_point", "second_point", "duplicates",
-                    "missing", "asks", "calls_plus", "status")
+                    "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus", "status")
     list_filter = ("status", "tracker", "design", "first_kind")
     search_fields = ("first_label", "second_label")
     raw_id_fields = ("sweep",)
@@ -53,9 +55,9 @@ class ScenarioAdmin(admin.ModelAdmin):
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep_id", "scenario_id", "qid", "key", "status", "answer", "truth", "answered_by",
-                    "answered_at")
-    list_filter = ("status", "answer", "truth")
+    list_display = ("id", "sweep_id", "scenario_id", "qid", "key", "status", "avoidable", "answer", "truth",
+                    "answered_by", "answered_at")
+    list_filter = ("status", "avoidable", "answer", "truth")
     search_fields = ("qid", "key")
     raw_id_fields = ("sweep", "scenario", "answered_by")
     readonly_fields = ("call", "durable", "created_at")

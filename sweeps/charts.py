@@ -25,6 +25,10 @@ METRIC_TITLES = {
     "asks": "questions asked",
     "calls_plus": "repeated model calls (calls+)",
     "missing": "missing effects",
+    "wrong": "wrong effects",
+    "gave_up": "calls given up",
+    "denied_ran": "denied calls that ran",
+    "avoidable": "avoidable questions",
 }
 # Zero is near white, so the cells where something went wrong stand out.
 COLORSCALE = [[0.0, "#fffbf0"], [0.15, "#fee391"], [0.5, "#fb8c3c"], [1.0, "#a50f15"]]

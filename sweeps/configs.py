@@ -1,9 +1,11 @@
 """What a sweep is made of, checked: the job, its configurations, depth, runs, person and conditions
-(crash model, fsync, tracker fault). Pure: reads and writes nothing in the database.
+(crash model, fsync, and the world's faults: tracker fault, tool faults, person faults, model, seed).
+Pure: reads and writes nothing in the database.
 
 Rules:
 - Every check raises django's ValidationError with a message fit for a form or a command line; the
-  bounds are sweeps.limits'.
+  bounds are sweeps.limits'. A fault is checked by agentcore.faults' parser (its message lists the
+  spellings) and stored as written: plain ASCII, at most CONDITION_CHARS characters.
 - `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
   uninterrupted run): launching stores it, the planned size counts it.
 - `agent_configs` turns a stored sweep into agentcore configurations (cached per process); every
@@ -19,15 +21,14 @@ from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 
-from agentcore import designs
+from agentcore import designs, faults
 from agentcore import sweep as agentsweep
-from agentcore.config import CRASH_MODELS
-from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
+from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.world import MODES
-from sweeps.limits import MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS
+from sweeps.limits import CONDITION_CHARS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 
 
@@ -58,15 +59,31 @@ def design(name: str) -> designs.Design:
 
 
 class Conditions(NamedTuple):
-    """What a crash does to the world a sweep runs in: agentcore.config.Config's fields of that name."""
+    """What a crash does to the world a sweep runs in, and how that world misbehaves:
+    agentcore.config.Config's fields of that name (agentcore.config.CONDITIONS, in its order)."""
 
     crash_model: str = "panic"
     fsync: bool = True
     tracker_fault: str = "none"
+    tool_faults: str = "first"
+    person_faults: str = "truthful"
+    model: str = "fixed"
+    seed: int = 0
+
+
+assert Conditions()._asdict() == CONDITIONS, "agentcore's conditions, in its order, with its defaults"
+
+# The conditions agentcore.faults spells: their words (in messages), parsers and spellings.
+SPELLED = {
+    "tracker_fault": ("tracker fault", faults.tracker_fault, faults.TRACKER_FAULTS),
+    "tool_faults": ("tool faults", faults.tool_failures, faults.TOOL_FAULTS),
+    "person_faults": ("person faults", faults.person_faults, faults.PERSON_FAULTS),
+    "model": ("model", faults.model, faults.MODELS),
+}
 
 
 def conditions_of(sweep: Sweep) -> Conditions:
-    return Conditions(sweep.crash_model, sweep.fsync, sweep.tracker_fault)
+    return Conditions(*(getattr(sweep, name) for name in Conditions._fields))
 
 
 @lru_cache(maxsize=64)
@@ -115,14 +132,43 @@ def clean_configs(configs: Any) -> list[dict[str, str]]:
     return out
 
 
-def clean_conditions(crash_model: Any, fsync: Any, tracker_fault: Any) -> Conditions:
-    """The crash model, fsync and tracker fault, checked against agentcore's choices. Raises ValidationError."""
+def clean_spelled(name: str, value: Any) -> str:
+    """One of SPELLED's conditions as written, in plain ASCII and at most CONDITION_CHARS characters,
+    once agentcore.faults' parser takes it (its message when it does not: "unknown tool faults 'x'
+    (choose from first, k:N, always)"). Raises ValidationError."""
+    what, parse, spellings = SPELLED[name]
+    # Before the parser: it takes other scripts' digits ("ttl:٥"), which no page should show as a spelling.
+    check(not isinstance(value, str) or (value.isascii() and value.isprintable() and " " not in value),
+          f"{what} {value!r}: write it in plain ASCII without spaces, as one of {', '.join(spellings)}")
+    try:
+        parse(value)
+    except (ValueError, TypeError) as e:
+        message = str(e)  # "unknown ..." names the condition; "'k:101': N must be ..." does not
+        raise ValidationError(message if message.startswith("unknown") else f"{what} {message}",
+                              code="invalid") from None
+    check(isinstance(value, str), f"unknown {what} {value!r} (choose from {', '.join(spellings)})")
+    check(len(value) <= CONDITION_CHARS, f"{what} {value!r}: at most {CONDITION_CHARS} characters")
+    return value
+
+
+def clean_seed(seed: Any) -> int:
+    check(type(seed) is int and 0 <= seed <= MAX_SEED,
+          f"seed must be a whole number from 0 to {MAX_SEED}, not {seed!r}")
+    return seed
+
+
+def clean_conditions(crash_model: Any, fsync: Any, tracker_fault: Any = "none", tool_faults: Any = "first",
+                     person_faults: Any = "truthful", model: Any = "fixed", seed: Any = 0) -> Conditions:
+    """The crash model, fsync and the world's faults, checked against agentcore's choices and
+    spellings. Raises ValidationError (the first problem found)."""
     check(isinstance(crash_model, str) and crash_model in CRASH_MODELS,
           f"crash model must be one of {', '.join(CRASH_MODELS)}, not {crash_model!r}")
     check(type(fsync) is bool, f"fsync must be on or off (True or False), not {fsync!r}")
-    check(isinstance(tracker_fault, str) and tracker_fault in TRACKER_FAULTS,
-          f"tracker fault must be one of {', '.join(TRACKER_FAULTS)}, not {tracker_fault!r}")
-    return Conditions(crash_model, fsync, tracker_fault)
+    spelled = {"tracker_fault": tracker_fault, "tool_faults": tool_faults, "person_faults": person_faults,
+               "model": model}
+    for name, value in spelled.items():
+        clean_spelled(name, value)
+    return Conditions(crash_model, fsync, tracker_fault, tool_faults, person_faults, model, clean_seed(seed))
 
 
 def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str,
@@ -188,9 +234,16 @@ def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any
 
 
 def sweep_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                person: str = "scripted", source_name: str = "uploaded job", crash_model: str = "panic",
-                fsync: bool = True, tracker_fault: str = "none") -> int:
+                person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> int:
     """Validate a sweep as sweep_create would (raises ValidationError), storing nothing; how many
-    chunks it would have."""
-    conditions = Conditions(crash_model, fsync, tracker_fault)
-    return len(chunk_plan(job_source, configs, depth, runs, person, source_name, conditions).chunks)
+    chunks it would have. `conditions`: Conditions' fields (defaults: agentcore's)."""
+    return len(chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions)).chunks)
+
+
+def conditions_from(given: dict[str, Any]) -> Conditions:
+    """Conditions from keyword arguments (a service's **conditions), the missing ones at their defaults;
+    an unknown name is a TypeError, as for any keyword argument."""
+    unknown = set(given) - set(Conditions._fields)
+    if unknown:
+        raise TypeError(f"unknown conditions: {', '.join(sorted(unknown))}")
+    return Conditions(**given)

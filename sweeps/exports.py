@@ -6,8 +6,12 @@ Rules:
   the same rows), with the sweep's conditions added, since the numbers mean nothing without them:
   CSV and JSON rows end with `crash_model`, `fsync` and `tracker_fault` (CONDITION_FIELDS, valued as
   the command line's options are written: `--crash-model power-cut --fsync off --tracker-fault
-  none`), Markdown opens with a line "crash model: power-cut, fsync off" and a blank line.
-- A scenario row carries the same three fields after its configuration's name; the comparison CSV
+  ttl:5 --tool-faults first --person truthful --model fixed --seed 0`, under Config's field names:
+  crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed), Markdown opens with a
+  line "crash model: power-cut, fsync off, tracker fault: ttl:5" (agentcore's words: what is not at
+  its default) and a blank line. Markdown shows a column the chapter has not (wrong, gave up, denied
+  ran, avoidable) only when a row has one, as agentcore.report does; CSV and JSON carry every column.
+- A scenario row carries the same condition fields after its configuration's name; the comparison CSV
   carries each sweep's conditions in words.
 - Scenario rows are produced lazily, a few hundred rows per piece of text, so a streamed response
   never holds 100,000 rows at once.
@@ -52,7 +56,7 @@ def condition_values(conditions: Conditions) -> dict[str, str]:
 
 def conditions_line(conditions: Conditions) -> str:
     """"crash model: power-cut, fsync off" (agentcore's words, as the sweep page says them)."""
-    return f"crash model: {agent_conditions(*conditions)}"
+    return f"crash model: {agent_conditions(**conditions._asdict())}"
 
 
 def table_text(rows: Sequence[TableRow], suffix: str, conditions: Conditions) -> str:
@@ -130,7 +134,7 @@ def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_condi
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
                      *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
-    words = [agent_conditions(*a_conditions), agent_conditions(*b_conditions)]
+    words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")
         cells = [("" if v is None else v) for c in r["cells"] for v in (c["a"], c["b"], c["diff"])]

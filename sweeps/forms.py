@@ -12,15 +12,16 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
-from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
+from agentcore.faults import MODELS
 from agentcore.jobs import JobError, parse
 from agentcore.world import MODES
-from sweeps.configs import builtin_job_source
-from sweeps.limits import MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_URL_CHARS
+from sweeps.configs import builtin_job_source, clean_spelled
+from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS
 
@@ -38,8 +39,27 @@ CRASH_MODEL_TITLES = {
     "kill": "kill: SIGKILL; all the process wrote survives",
     "power-cut": "power-cut: only what was synced survives",
 }
-TRACKER_FAULT_TITLES = {"none": "none: the tracker never crashes", "crash": "crash: the tracker can crash too"}
 FSYNC = [("on", "on: each save syncs the file and its folder"), ("off", "off: no sync")]
+# The launch form's words for the world's faults (agentcore.faults spells them; a text field takes
+# any spelling agentcore's parser takes, and suggests these).
+FAULT_SUGGESTIONS = {
+    "tracker_fault": ("none", "crash", "ttl:5", "strict-params"),
+    "tool_faults": ("first", "k:2", "always"),
+    "person_faults": ("truthful", "deny:0.5", "wrong:0.5", "adversarial"),
+}
+FAULT_HELP = {
+    "tracker_fault": "none: it never fails; crash: it can crash too; ttl:N: it forgets keys after N requests; "
+                     "strict-params: it refuses a key repeated with other arguments",
+    "tool_faults": "first: a flaky tool fails the first attempt of each changing call; k:N: the first N "
+                   "attempts; always: every attempt (designs with a flaky tool only)",
+    "person_faults": "how the scripted person answers: truthful; deny:P: denies an approval with probability "
+                     "P; wrong:P: answers \"did it happen?\" wrong with probability P; adversarial: always wrong",
+}
+MODEL_TITLES = {
+    "fixed": "fixed: asked again, the same reply with the same call IDs",
+    "fresh-ids": "fresh-ids: the same calls under new call IDs",
+    "fickle": "fickle: other calls (seeded)",
+}
 
 
 def new_request_token() -> str:
@@ -103,9 +123,18 @@ class LaunchForm(forms.Form):
                                     help_text="what a crash leaves of the checkpoint files")
     fsync = forms.TypedChoiceField(choices=FSYNC, coerce=lambda v: v == "on", initial="on", label="fsync",
                                    help_text="whether the checkpoint store syncs what it saves")
-    tracker_fault = forms.ChoiceField(choices=[(f, TRACKER_FAULT_TITLES.get(f, f)) for f in TRACKER_FAULTS],
-                                      initial="none", label="tracker fault",
-                                      help_text="whether the tracker itself can crash")
+    # The world (agentcore.faults): spelled as the command line spells them.
+    tracker_fault = forms.CharField(max_length=CONDITION_CHARS, initial="none", label="tracker fault",
+                                    help_text=FAULT_HELP["tracker_fault"])
+    tool_faults = forms.CharField(max_length=CONDITION_CHARS, initial="first", label="tool faults",
+                                  help_text=FAULT_HELP["tool_faults"])
+    person_faults = forms.CharField(max_length=CONDITION_CHARS, initial="truthful", label="person faults",
+                                    help_text=FAULT_HELP["person_faults"])
+    model = forms.ChoiceField(choices=[(m, MODEL_TITLES.get(m, m)) for m in MODELS], initial="fixed", label="model",
+                              help_text="what the model replies when a restart asks it again")
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, initial=0, label="seed",
+                              help_text="seeds the person's and the model's random choices: the same seed, the "
+                                        "same sweep")
     name = forms.CharField(required=False, max_length=Sweep._meta.get_field("name").max_length, label="name",
                            help_text="optional: your name for this sweep")
     notes = forms.CharField(required=False, max_length=Sweep._meta.get_field("notes").max_length, label="notes",
@@ -122,6 +151,33 @@ class LaunchForm(forms.Form):
 
     def clean_request_token(self) -> str:
         return self.cleaned_data["request_token"].hex
+
+    WORLD = ("tracker_fault", "tool_faults", "person_faults", "model", "seed")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in FAULT_SUGGESTIONS:  # the <datalist> of spellings the page puts beside the field
+            self.fields[name].widget.attrs["list"] = f"id_{name}_spellings"
+
+    def world(self) -> list[tuple[forms.BoundField, tuple[str, ...]]]:
+        """The World section's fields, each with the spellings its text field suggests (or none)."""
+        return [(self[name], FAULT_SUGGESTIONS.get(name, ())) for name in self.WORLD]
+
+    def _clean_fault(self, name: str) -> str:
+        """A fault as written, once agentcore.faults' parser takes it (sweeps.configs' check and message)."""
+        try:
+            return clean_spelled(name, self.cleaned_data.get(name))
+        except ValidationError as e:
+            raise forms.ValidationError(e.messages) from None
+
+    def clean_tracker_fault(self) -> str:
+        return self._clean_fault("tracker_fault")
+
+    def clean_tool_faults(self) -> str:
+        return self._clean_fault("tool_faults")
+
+    def clean_person_faults(self) -> str:
+        return self._clean_fault("person_faults")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -186,6 +242,10 @@ class ScenarioFilterForm(forms.Form):
     asked = _yes_no("asked")
     missing = _yes_no("missing effects")
     extra_calls = _yes_no("repeated model calls")
+    has_wrong = _yes_no("wrong effects")
+    gave_up = _yes_no("gave up on a call")
+    denied_ran = _yes_no("a denied call ran")
+    avoidable = _yes_no("avoidable asks")
     status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False,
                                label="status")
     # Not a filter: the metric whose sum over the listed scenarios the page states first (the table's
@@ -195,7 +255,7 @@ class ScenarioFilterForm(forms.Form):
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
     FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups",
-               "asked", "missing", "extra_calls", "status")
+               "asked", "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran", "avoidable", "status")
 
     def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -240,6 +300,10 @@ class PageForm(forms.Form):
 
 class QuestionListForm(forms.Form):
     status = forms.ChoiceField(choices=[("open", "open"), ("answered", "answered")], required=False)
+    # Avoidable: a key or a lookup would have settled it (agentcore says so); necessary: nothing could.
+    need = forms.TypedChoiceField(choices=[("", "any"), ("necessary", "necessary"), ("avoidable", "avoidable")],
+                                  required=False, empty_value=None, coerce=lambda v: v == "avoidable",
+                                  label="questions")
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
     def clean_status(self) -> str:

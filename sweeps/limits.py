@@ -34,8 +34,10 @@ QID_CHARS = 200
 KEY_CHARS = 64
 ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
-# A sweep's crash model and tracker fault (agentcore.config's names; room for longer ones to come).
+# A sweep's crash model and each of the world's faults as spelled (agentcore.faults: "ttl:10000",
+# "deny:0.125"; a longer spelling is refused, not cut).
 CONDITION_CHARS = 20
+MAX_SEED = 2**31 - 1  # what every database's integer column takes
 
 # --- URL and form parameters -------------------------------------------------------------------
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from agentcore import sweep as agentsweep
-from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings
+from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings, conditions_from
 from sweeps.limits import PLAN_BUDGET, PLAN_MIN_SAMPLES
 from sweeps.models import Sweep
 
@@ -65,12 +66,12 @@ def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int
 
 def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
                person: str = "scripted", source_name: str = "uploaded job", budget: int = PLAN_BUDGET,
-               crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none") -> Plan:
+               **conditions: Any) -> Plan:
     """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
     sweep_create does. Cached per process (the launch form asks on every change)."""
-    conditions = Conditions(crash_model, fsync, tracker_fault)
-    clean_settings(job_source, depth, runs, person, source_name, conditions)
+    given = conditions_from(conditions)
+    clean_settings(job_source, depth, runs, person, source_name, given)
     key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
-    return _plan(job_source, key, depth, runs, person, budget, source_name, conditions)
+    return _plan(job_source, key, depth, runs, person, budget, source_name, given)

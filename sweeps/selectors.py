@@ -50,7 +50,8 @@ def sweep_table(sweep: Sweep) -> list[TableRow]:
 
 # --- pages, exports and charts ---------------------------------------------------------------
 
-METRICS = ("duplicates", "asks", "calls_plus", "missing")
+# Summed per heatmap cell and over a scenario list: the record's outcome counts, the chapter's first.
+METRICS = ("duplicates", "asks", "calls_plus", "missing", "wrong", "gave_up", "denied_ran", "avoidable")
 
 
 def sweep_list() -> QuerySet[Sweep]:
@@ -309,7 +310,8 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
         qs = qs.filter(config__in=[i for i, c in enumerate(sweep.configs)
                                    if all(c.get(k) == v for k, v in wanted.items())])
     flags = {"twice": Q(second_point__gt=0), "has_dups": Q(duplicates__gt=0), "asked": Q(asks__gt=0),
-             "missing": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0)}
+             "missing": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0), "has_wrong": Q(wrong__gt=0),
+             "gave_up": Q(gave_up__gt=0), "denied_ran": Q(denied_ran__gt=0), "avoidable": Q(avoidable__gt=0)}
     for name, cond in flags.items():
         v = filters.get(name)
         if v is True:
@@ -321,7 +323,7 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
 
 def scenario_totals(sweep: Sweep, filters: Mapping[str, Any]) -> dict[str, int]:
     """How many scenarios the filters keep and each metric summed over them, in one aggregate query:
-    {"count", "duplicates", "missing", "asks", "calls_plus"} (0 when none match)."""
+    {"count", and each of METRICS} (0 when none match)."""
     agg = scenario_filter(sweep, filters).order_by().aggregate(count=Count("id"), **{m: Sum(m) for m in METRICS})
     return {k: v or 0 for k, v in agg.items()}
 
@@ -361,9 +363,13 @@ def scenario_get(scenario_id: int) -> Scenario:
     return Scenario.objects.select_related("sweep").defer("sweep__job_source", "sweep__table").get(pk=scenario_id)
 
 
-def question_list(sweep: Sweep | None, status: str) -> QuerySet[Question]:
-    """Questions of one sweep (or all), open or answered, with who answered and the scenario's identity."""
+def question_list(sweep: Sweep | None, status: str, avoidable: bool | None = None) -> QuerySet[Question]:
+    """Questions of one sweep (or all), open or answered, with who answered and the scenario's identity;
+    only the avoidable ones (a key or a lookup would have settled them) or only the necessary ones
+    when `avoidable` says which."""
     qs = Question.objects.all() if sweep is None else Question.objects.filter(sweep=sweep)
+    if avoidable is not None:
+        qs = qs.filter(avoidable=avoidable)
     if status == "open":
         qs = qs.filter(status=Question.Status.OPEN).order_by("created_at", "id")
     else:
@@ -377,8 +383,12 @@ def question_durables(question_ids: list[int]) -> dict[int, Any]:
     return dict(Question.objects.filter(pk__in=question_ids).values_list("pk", "durable"))
 
 
-def question_counts(sweep: Sweep | None) -> dict[str, int]:
+def question_counts(sweep: Sweep | None, avoidable: bool | None = None) -> dict[str, int]:
+    """Open, answered and rightly answered questions of one sweep (or all), of the avoidable or the
+    necessary ones when `avoidable` says which."""
     qs = Question.objects.all() if sweep is None else Question.objects.filter(sweep=sweep)
+    if avoidable is not None:
+        qs = qs.filter(avoidable=avoidable)
     agg = qs.aggregate(open=Count("id", filter=Q(status=Question.Status.OPEN)),
                        answered=Count("id", filter=~Q(status=Question.Status.OPEN)),
                        right=Count("id", filter=~Q(status=Question.Status.OPEN) & Q(answer=F("truth"))))

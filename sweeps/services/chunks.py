@@ -121,7 +121,9 @@ def new_question(sweep_id: int, scenario_id: int, question: dict[str, Any], dura
     """An agentcore question and the durable state it waits with, as a Question row (not saved)."""
     return Question(sweep_id=sweep_id, scenario_id=scenario_id, qid=str(question["id"])[:QID_CHARS],
                     call=question["call"], key=(question.get("key") or "")[:KEY_CHARS],
-                    tried=question.get("tried") or "", durable=durable, truth=_truth(question, durable))
+                    tried=question.get("tried") or "", durable=durable, truth=_truth(question, durable),
+                    # agentcore says whether a key or a lookup would have settled it (older ones did not: necessary)
+                    avoidable=question.get("avoidable") is True)
 
 
 def chunk_run(*, chunk_id: int) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from sweeps.configs import Conditions, check, chunk_plan, clean_name_notes
+from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
 from sweeps.services import taskqueue
@@ -15,14 +15,14 @@ from sweeps.services import taskqueue
 
 def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
                  person: str = "scripted", request_token: str | None = None,
-                 source_name: str = "uploaded job", name: str = "", notes: str = "", crash_model: str = "panic",
-                 fsync: bool = True, tracker_fault: str = "none") -> Sweep:
+                 source_name: str = "uploaded job", name: str = "", notes: str = "", **conditions: Any) -> Sweep:
     """Validate, store the sweep and its chunks, and enqueue one task per chunk on commit.
 
     Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
     first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
-    for the sweep (optional). Every configuration is swept under `crash_model`, `fsync` and
-    `tracker_fault` (agentcore.config's choices), stored with the sweep.
+    for the sweep (optional). Every configuration is swept under `conditions` (sweeps.configs.Conditions'
+    fields: crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed; agentcore's
+    choices and spellings, its defaults for those not given), stored with the sweep.
     """
     if request_token is not None:
         check(isinstance(request_token, str) and 0 < len(request_token) <= REQUEST_TOKEN_CHARS, "bad request token")
@@ -30,8 +30,7 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
         if existing is not None:
             return existing
     name, notes = clean_name_notes(name, notes)
-    planned = chunk_plan(job_source, configs, depth, runs, person, source_name,
-                         Conditions(crash_model, fsync, tracker_fault))
+    planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
     try:
         with transaction.atomic():
             sweep = Sweep.objects.create(

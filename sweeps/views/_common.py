@@ -23,6 +23,8 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from agentcore.records import COLUMNS
+from agentcore.report import TITLES
 from sweeps import selectors
 from sweeps.forms import (
     BackForm,
@@ -34,6 +36,11 @@ View = Callable[..., HttpResponseBase]
 
 
 log = logging.getLogger(__name__)
+
+# The table's header on the sweep and compare pages: the configuration, then every column in
+# agentcore's titles. The pages show every column (text and Markdown hide the ones no row has): a
+# number the live poll fills in always has its cell, and two compared tables the same columns.
+TABLE_TITLES = ("design", *(TITLES[c] for c in COLUMNS))
 
 
 def read_access(view: View) -> View:

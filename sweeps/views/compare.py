@@ -13,7 +13,6 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from agentcore.records import COLUMNS
-from agentcore.report import TITLES
 from sweeps import exports, selectors
 from sweeps.configs import conditions_of
 from sweeps.forms import (
@@ -21,6 +20,7 @@ from sweeps.forms import (
 )
 from sweeps.models import Sweep
 from sweeps.views._common import (
+    TABLE_TITLES,
     bad_request,
     read_access,
     sweep_or_404,
@@ -48,14 +48,16 @@ def compare(request: HttpRequest) -> HttpResponse:
     form, pair, bad = _compare_pair(request)
     if bad is not None:
         return bad
-    context: dict[str, Any] = {"form": form, "titles": TITLES, "side_columns": len(COLUMNS),
+    context: dict[str, Any] = {"form": form, "titles": TABLE_TITLES, "side_columns": len(COLUMNS),
                                "all_columns": 1 + 2 * len(COLUMNS)}
     if pair is not None:
         a, b = pair
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
                  (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),
-                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"))]
+                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"),
+                  ("tool faults", "tool_faults"), ("person faults", "person_faults"), ("model", "model"),
+                  ("seed", "seed"))]
         context.update({
             "a": a, "b": b, "rows": rows, "changed": sum(r["changed"] for r in rows),
             "only_a": sum(r["b"] is None for r in rows), "only_b": sum(r["a"] is None for r in rows),

@@ -56,8 +56,8 @@ def _questionpage_or_none(request: HttpRequest, sweep: Sweep | None) -> HttpResp
     form = QuestionListForm(request.GET)
     if not form.is_valid():
         return bad_request(request, "bad question list parameters", form)
-    status = form.cleaned_data["status"]
-    paginator = Paginator(selectors.question_list(sweep, status), limits.QUESTIONS_PER_PAGE)
+    status, avoidable = form.cleaned_data["status"], form.cleaned_data["need"]
+    paginator = Paginator(selectors.question_list(sweep, status, avoidable), limits.QUESTIONS_PER_PAGE)
     page = page_or_none(paginator, form.cleaned_data.get("page"))
     if page is None:
         return bad_request(request, f"there is no page {form.cleaned_data.get('page')}")
@@ -66,9 +66,10 @@ def _questionpage_or_none(request: HttpRequest, sweep: Sweep | None) -> HttpResp
         q.args_json = json.dumps(q.call.get("args") if isinstance(q.call, dict) else q.call, sort_keys=True)
         q.state_error = problems.get(q.pk, "")
         q.run_name = run_name(q.qid)
+    need = "" if avoidable is None else "avoidable" if avoidable else "necessary"
     return render(request, "sweeps/question_list.html", {
-        "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep),
-        "here": request.get_full_path(),
+        "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep, avoidable),
+        "here": request.get_full_path(), "need": need, "need_query": f"&need={need}" if need else "",
     })
 
 

@@ -31,8 +31,11 @@ from sweeps.views._common import (
     sweep_or_404,
 )
 
-# The scenario list's totals line: each metric's name as the list's own columns title it, in their order.
-LIST_METRIC_TITLES = {"duplicates": "dups", "missing": "missing", "asks": "asks", "calls_plus": "calls+"}
+# The scenario list's metric columns and its totals line: each metric's title as the table's column
+# of the same count says it, in the table's order.
+LIST_METRIC_TITLES = {"duplicates": "dups", "missing": "missing", "wrong": "wrong", "gave_up": "gave up",
+                      "denied_ran": "denied ran", "asks": "asks", "avoidable": "avoidable", "calls_plus": "calls+"}
+assert set(LIST_METRIC_TITLES) == set(selectors.METRICS), "a list column per metric"
 
 
 @require_safe
@@ -83,12 +86,14 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     names = [c["name"] for c in sweep.configs]
     for s in scenarios:
         s.config_name = names[s.config] if 0 <= s.config < len(names) else str(s.config)  # type: ignore[attr-defined]
+        s.metric_values = [(m, getattr(s, m)) for m in LIST_METRIC_TITLES]  # type: ignore[attr-defined]
     summed = form.cleaned_data.get("sum") or ""
     return render(request, "sweeps/scenario_list.html", {
         "sweep": sweep, "form": form, "page": page, "scenarios": scenarios, "query": query.urlencode(),
         "filtered": bool(filters), "here": request.get_full_path(), "summed": summed,
         "summed_title": charts.METRIC_TITLES.get(summed, ""), "summed_total": totals.get(summed, 0),
         "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
+        "metric_titles": list(LIST_METRIC_TITLES.items()),
     })
 
 

@@ -20,7 +20,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from agentcore.records import COLUMNS
-from agentcore.report import TITLES
 from sweeps import limits, selectors
 from sweeps.forms import (
     SweepNotesForm,
@@ -29,6 +28,7 @@ from sweeps.models import Sweep
 from sweeps.services import lifecycle, recovery
 from sweeps.views import errors
 from sweeps.views._common import (
+    TABLE_TITLES,
     bad_request,
     login_for_post,
     read_access,
@@ -43,9 +43,14 @@ COLUMN_FILTERS = {
     "with_dups": {"has_dups": "yes"},
     "dups": {"has_dups": "yes", "sum": "duplicates"},
     "missing": {"missing": "yes", "sum": "missing"},
+    "wrong": {"has_wrong": "yes", "sum": "wrong"},
+    "gave_up": {"gave_up": "yes", "sum": "gave_up"},
+    "denied_ran": {"denied_ran": "yes", "sum": "denied_ran"},
     "asks": {"asked": "yes", "sum": "asks"},
+    "avoidable": {"avoidable": "yes", "sum": "avoidable"},
     "calls_plus": {"extra_calls": "yes", "sum": "calls_plus"},
 }
+assert tuple(COLUMN_FILTERS) == COLUMNS, "a link per column of agentcore's table"
 
 
 @require_safe
@@ -56,7 +61,7 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     progress = selectors.sweep_progress(sweep)
     may_change = selectors.may_change(request.user, sweep, "change")
     return render(request, "sweeps/sweep_detail.html", {
-        "sweep": sweep, "table": table, "rows": table["rows"], "titles": TITLES, "progress": progress,
+        "sweep": sweep, "table": table, "rows": table["rows"], "titles": TABLE_TITLES, "progress": progress,
         "stalled": _stalled(sweep, progress),
         "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
         "may_delete": selectors.may_change(request.user, sweep, "delete"),

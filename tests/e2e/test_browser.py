@@ -163,9 +163,10 @@ def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_age
     expect(page.locator("#scenarios")).to_have_text(str(total))
     shot(page, "sweep-done")
 
-    # The comparison table: the chapter's columns, agentcore's numbers.
+    # The comparison table: every column of agentcore's table, agentcore's numbers.
     headers = [h.strip() for h in page.locator("#results thead th").all_inner_texts()]
-    assert headers == ["design", "once", "twice", "with dups", "dups", "missing", "asks", "calls+"]
+    assert headers == ["design", "once", "twice", "with dups", "dups", "missing", "wrong", "gave up", "denied ran",
+                       "asks", "avoidable", "calls+"]
     assert table_cells(page) == [[r.name, *r.values()] for r in expected]
     assert Scenario.objects.filter(sweep=sweep).count() == total
 
@@ -288,8 +289,8 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     assert name == f"sweep-{sweep.pk}-table.csv"
     # What `python -m agentcore table --format csv` prints, each row ending with the sweep's conditions.
     cli = render(expected, "csv").splitlines()
-    assert text.splitlines() == [cli[0] + ",crash_model,fsync,tracker_fault",
-                                 *(line + ",panic,on,none" for line in cli[1:])]
+    assert text.splitlines() == [cli[0] + ",crash_model,fsync,tracker_fault,tool_faults,person_faults,model,seed",
+                                 *(line + ",panic,on,none,first,truthful,fixed,0" for line in cli[1:])]
 
     name, text = download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/scenarios.csv']"))
     assert name == f"sweep-{sweep.pk}-scenarios.csv"

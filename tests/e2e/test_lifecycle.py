@@ -97,6 +97,43 @@ def test_the_launch_form_shows_the_planned_size_before_anything_is_launched(page
     no_js_errors(page)
 
 
+def test_the_world_is_launched_from_the_form_and_said_by_the_sweep_page(page, site, ann, login, shot):
+    login(page, ann)
+    page.goto(site.url + "/")
+    page.check("input[name=preset][value=custom]")
+    page.check("input[name=designs][value=loop]")
+    page.check("input[name=trackers][value=keyed]")
+    page.select_option("select[name=depth]", "1")
+    world = page.locator("#world")
+    expect(world.locator("input[name=tracker_fault]")).to_have_value("none")
+    expect(world).to_contain_text("ttl:N: it forgets keys after N requests")
+    # A bad spelling: the planned size says agentcore's message instead, and launching stores nothing.
+    page.fill("input[name=tracker_fault]", "ttl:0")
+    page.locator("input[name=tracker_fault]").dispatch_event("change")
+    expect(page.locator("#plan-text")).to_contain_text("tracker fault 'ttl:0': N must be a whole number from 1 to")
+    page.click("#launch-button")
+    expect(page.locator("#id_tracker_fault_error")).to_contain_text("N must be a whole number from 1 to")
+    assert Sweep.objects.count() == 0
+    shot(page, "bad-tracker-fault")
+
+    page.fill("input[name=tracker_fault]", "ttl:5")
+    page.fill("input[name=tool_faults]", "k:2")
+    page.fill("input[name=person_faults]", "deny:0.5")
+    page.select_option("select[name=model]", "fickle")
+    page.fill("input[name=seed]", "7")
+    page.click("#launch-button")
+    expect(page).to_have_url(re.compile(r"/sweeps/\d+/$"))
+    sweep = Sweep.objects.get()
+    assert sweep_configs.conditions_of(sweep) == sweep_configs.Conditions(
+        "panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
+    expect(page.locator("#conditions")).to_have_text(
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, "
+        "seed: 7")
+    expect(page.locator("#status")).to_have_text(re.compile("done|waiting|failed"), timeout=60_000)
+    shot(page, "world-sweep")
+    no_js_errors(page)
+
+
 def test_a_get_of_the_launch_address_lands_on_the_form(page, site, ann, login):
     login(page, ann)
     response = page.goto(site.url + "/sweeps/launch/")

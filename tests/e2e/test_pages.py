@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from agentcore.records import COLUMNS
 from sweeps import configs as sweep_configs
 from sweeps.models import Scenario
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot, run_sweep
@@ -37,8 +38,9 @@ def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, w
     assert row.dups > row.with_dups and row.calls_plus > 0  # the numbers that did not match their lists
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     cells = page.locator("#results tbody tr").first.locator("td")
-    for column, number, count, title in [(4, row.dups, row.with_dups, "duplicate effects"),
-                                         (7, row.calls_plus, None, "repeated model calls")]:
+    for column, number, count, title in [(1 + COLUMNS.index("dups"), row.dups, row.with_dups, "duplicate effects"),
+                                         (1 + COLUMNS.index("calls_plus"), row.calls_plus, None,
+                                          "repeated model calls")]:
         expect(cells.nth(column)).to_have_text(str(number))
         cells.nth(column).locator("a").click()
         expect(page.locator("#sum")).to_have_text(str(number))

@@ -19,7 +19,8 @@ MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 def launch_data(**kw: Any) -> dict[str, Any]:
     """A valid launch form (the triage job, the chapter's table), with changes."""
     data: dict[str, Any] = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-                            "crash_model": "panic", "fsync": "on", "tracker_fault": "none",
+                            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "tool_faults": "first",
+                            "person_faults": "truthful", "model": "fixed", "seed": "0",
                             "request_token": uuid.uuid4().hex}
     data.update(kw)
     return data
@@ -32,14 +33,14 @@ def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     return sent
 
 
-def record_conditions(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[str, bool, str]]:
-    """The crash model, fsync and tracker fault of every configuration agentcore.sweep's function
-    `name` (run_chunk, points, ...) is called with, recorded as it runs: [(crash_model, fsync, tracker_fault), ...]."""
-    seen: list[tuple[str, bool, str]] = []
+def record_conditions(monkeypatch: pytest.MonkeyPatch, name: str) -> list[sweep_configs.Conditions]:
+    """The conditions (crash model, fsync and the world's faults) of every configuration agentcore.sweep's
+    function `name` (run_chunk, points, ...) is called with, recorded as it runs."""
+    seen: list[sweep_configs.Conditions] = []
     real = getattr(agentsweep, name)
 
     def spy(cfg: agentsweep.Config, *args: Any, **kw: Any) -> Any:
-        seen.append((cfg.crash_model, cfg.fsync, cfg.tracker_fault))
+        seen.append(sweep_configs.Conditions(*(getattr(cfg, c) for c in sweep_configs.Conditions._fields)))
         return real(cfg, *args, **kw)
 
     monkeypatch.setattr(agentsweep, name, spy)

@@ -10,7 +10,7 @@ import pytest
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from agentcore.crash import Kind
-from sweeps import charts
+from sweeps import charts, selectors
 
 NAMES = ["save once per turn", "keys and markers"]
 CELLS = [{"config": 0, "first_point": 1, "duplicates": 2, "asks": 1, "calls_plus": 0, "missing": 0},
@@ -152,6 +152,19 @@ def test_metric_views_differ_by_metric():
     assert views["duplicates"]["restyle"]["z"] == [[[2, None, 0], [None, 0, None]]]
     assert views["calls_plus"]["restyle"]["z"] == [[[0, None, 4], [None, 0, None]]]
     assert "missing effects" in views["missing"]["relayout"]["title.text"]
+
+
+def test_the_world_metrics_have_their_own_views_and_titles():
+    cells = [{"config": 0, "first_point": 1, "wrong": 3, "avoidable": 2}, {"config": 1, "first_point": 2, "gave_up": 1}]
+    views = charts.design_first_figure(cells, NAMES, LABELS, "wrong")["metrics"]
+    assert views["wrong"]["restyle"]["z"] == [[[3, None], [None, 0]]]
+    assert views["gave_up"]["restyle"]["z"] == [[[0, None], [None, 1]]]
+    assert views["avoidable"]["restyle"]["colorbar.title.text"] == ["avoidable questions"]
+    assert "denied calls that ran" in views["denied_ran"]["relayout"]["title.text"]
+
+
+def test_every_metric_the_selectors_sum_has_a_title():
+    assert set(charts.METRIC_TITLES) == set(selectors.METRICS)
 
 
 def test_first_second_x_axis_names_each_first_points_kind():

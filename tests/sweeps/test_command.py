@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from sweeps import workers as sweepworkers
+from sweeps.configs import Conditions, conditions_of
 from sweeps.models import Sweep
 
 
@@ -96,11 +97,28 @@ def test_the_conditions_options_are_stored_with_the_sweep(inline_workers):
 
 
 @pytest.mark.django_db
+def test_the_world_options_are_the_cli_s_and_stored_with_the_sweep(inline_workers):
+    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--tracker-fault",
+                 "ttl:5", "--tool-faults", "k:2", "--person", "deny:0.5", "--model", "fickle", "--seed", "7",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    sweep = Sweep.objects.get()
+    assert conditions_of(sweep) == Conditions("panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
+    assert sweep.status == Sweep.Status.DONE
+
+
+@pytest.mark.django_db
+def test_the_table_command_takes_the_world_too(inline_workers):
+    call_command("sweep", "table", "--depth", "1", "--tracker-fault", "strict-params", "--model", "fresh-ids",
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    sweep = Sweep.objects.get()
+    assert (sweep.tracker_fault, sweep.model, len(sweep.configs)) == ("strict-params", "fresh-ids", 11)
+
+
+@pytest.mark.django_db
 def test_without_the_conditions_options_the_sweep_has_agentcore_s_defaults(inline_workers):
     call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1",
                  stdout=io.StringIO(), stderr=io.StringIO())
-    sweep = Sweep.objects.get()
-    assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("panic", True, "none")
+    assert conditions_of(Sweep.objects.get()) == Conditions()
 
 
 @pytest.mark.django_db
@@ -114,10 +132,17 @@ def test_a_planted_store_bug_is_stored_in_the_design_s_name(inline_workers):
 @pytest.mark.parametrize(("argv", "message"), [
     (["table", "--crash-model", "earthquake"], "invalid choice: 'earthquake'"),
     (["table", "--fsync", "maybe"], "invalid choice: 'maybe'"),
-    (["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "flaky"], "invalid choice: 'flaky'"),
+    (["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "flaky"],
+     "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
+    (["table", "--tracker-fault", "ttl:0"], "'ttl:0': N must be a whole number from 1 to 10000"),
+    (["table", "--tool-faults", "k:x"], "'k:x': N must be a whole number from 0 to 100"),
+    (["table", "--person", "liar"], "unknown person 'liar'"),
+    (["table", "--model", "random"], "invalid choice: 'random'"),
+    (["table", "--seed", "-1"], "must be at least 0, not -1"),
+    (["table", "--seed", "2147483648"], "seed must be a whole number from 0 to 2147483647, not 2147483648"),
 ])
 def test_bad_conditions_on_the_command_line_are_one_line_and_store_nothing(argv, message):
-    with pytest.raises(CommandError, match=message) as e:
+    with pytest.raises(CommandError, match=re.escape(message)) as e:
         call_command("sweep", *argv)
     assert "\n" not in str(e.value)
     assert Sweep.objects.count() == 0
@@ -127,7 +152,11 @@ def test_bad_conditions_on_the_command_line_are_one_line_and_store_nothing(argv,
 @pytest.mark.parametrize(("options", "message"), [
     ({"crash_model": "earthquake"}, "crash model must be one of panic, power-cut, kill, not 'earthquake'"),
     ({"fsync": "maybe"}, "--fsync must be on or off, not 'maybe'"),
-    ({"tracker_fault": "flaky"}, "tracker fault must be one of none, crash, not 'flaky'"),
+    ({"tracker_fault": "flaky"}, "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
+    ({"tool_faults": "k:101"}, "tool faults 'k:101': N must be a whole number from 0 to 100"),
+    ({"person_faults": "deny:2"}, "person faults 'deny:2': P must be a probability from 0 to 1"),
+    ({"model": "random"}, "unknown model 'random' (choose from fixed, fresh-ids, fickle)"),
+    ({"seed": -1}, "seed must be a whole number from 0 to 2147483647, not -1"),
 ])
 def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothing(options, message):
     with pytest.raises(CommandError, match=re.escape(message)):

@@ -7,14 +7,17 @@ import csv
 import io
 import json
 
-from agentcore.records import TableRow
+from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
 from sweeps import exports, selectors
 from sweeps.configs import Conditions
 
-ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, 0, 7), TableRow("keys and markers", 43, 1014)]
+ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, calls_plus=7), TableRow("keys and markers", 43, 1014)]
+# A world with faults: rows with the columns the chapter has not.
+WORLD_ROWS = [TableRow("real loop, keyed tracker", 18, 225, wrong=2, avoidable=5), TableRow("keys", 18, 225)]
 PANIC = Conditions()
 POWER_CUT = Conditions("power-cut", False, "crash")
+WORLD = Conditions("kill", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
 
 
 def row(**kw) -> dict:
@@ -30,8 +33,25 @@ def test_table_csv_is_agentcore_render_with_the_conditions_as_last_columns():
     lines = list(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", POWER_CUT))))
     width = len(lines[0]) - len(exports.CONDITION_FIELDS)
     assert [line[:width] for line in lines] == list(csv.reader(io.StringIO(render(ROWS, "csv"))))
-    assert lines[0][width:] == ["crash_model", "fsync", "tracker_fault"]
-    assert {tuple(line[width:]) for line in lines[1:]} == {("power-cut", "off", "crash")}
+    assert lines[0][width:] == ["crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults", "model",
+                                "seed"]
+    assert {tuple(line[width:]) for line in lines[1:]} == {("power-cut", "off", "crash", "first", "truthful", "fixed",
+                                                           "0")}
+
+
+def test_table_csv_and_json_carry_the_world_as_the_command_line_spells_it():
+    lines = list(csv.DictReader(io.StringIO(exports.table_text(ROWS, "csv", WORLD))))
+    assert {k: lines[0][k] for k in exports.CONDITION_FIELDS} == {
+        "crash_model": "kill", "fsync": "on", "tracker_fault": "ttl:5", "tool_faults": "k:2",
+        "person_faults": "deny:0.5", "model": "fickle", "seed": "7"}
+    rows = json.loads(exports.table_text(ROWS, "json", WORLD))
+    assert (rows[1]["tracker_fault"], rows[1]["seed"]) == ("ttl:5", 7)
+
+
+def test_table_markdown_opens_with_the_world_in_agentcore_s_words():
+    assert exports.table_text(ROWS, "md", WORLD).splitlines()[0] == (
+        "crash model: kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, "
+        "seed: 7")
 
 
 def test_table_json_is_agentcore_render_with_the_conditions_in_every_row():
@@ -49,6 +69,19 @@ def test_table_markdown_opens_with_the_conditions_line_then_agentcore_render():
 def test_table_markdown_has_the_chapter_titles():
     assert exports.table_text(ROWS, "md", PANIC).splitlines()[2] == (
         "| design | once | twice | with dups | dups | missing | asks | calls+ |")
+
+
+def test_table_markdown_shows_a_column_the_chapter_has_not_only_when_a_row_has_one():
+    lines = exports.table_text(WORLD_ROWS, "md", PANIC).splitlines()
+    assert lines[2] == "| design | once | twice | with dups | dups | missing | wrong | asks | avoidable | calls+ |"
+    assert lines[4] == "| real loop, keyed tracker | 18 | 225 | 0 | 0 | 0 | 2 | 0 | 5 | 0 |"
+
+
+def test_table_csv_and_json_carry_every_column_even_at_zero():
+    header = next(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", PANIC))))
+    assert header[1:1 + len(COLUMNS)] == list(COLUMNS)
+    (first, _) = json.loads(exports.table_text(WORLD_ROWS, "json", PANIC))
+    assert (first["wrong"], first["gave_up"], first["denied_ran"], first["avoidable"]) == (2, 0, 0, 5)
 
 
 def test_table_of_the_default_conditions_says_them_too():
@@ -93,14 +126,15 @@ def test_filename():
 
 
 def test_compare_csv_has_both_sides_and_the_difference_per_column():
-    rows = selectors.compare_tables([TableRow("x", 1, 2, 0, 0, 0, 3, 0), TableRow("gone", 5)],
-                                    [TableRow("x", 1, 4, 0, 0, 0, 1, 0)])
+    rows = selectors.compare_tables([TableRow("x", 1, 2, asks=3), TableRow("gone", 5)],
+                                    [TableRow("x", 1, 4, asks=1, wrong=2)])
     lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC))))
     assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
-    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * 7 + 2
+    assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * len(COLUMNS) + 2
     x = dict(zip(lines[0], lines[1], strict=True))
     assert (x["sweep_a"], x["sweep_b"], x["in"], x["changed"]) == ("7", "9", "both", "yes")
     assert (x["twice_a"], x["twice_b"], x["twice_diff"], x["asks_diff"], x["once_diff"]) == ("2", "4", "2", "-2", "0")
+    assert (x["wrong_a"], x["wrong_b"], x["wrong_diff"], x["avoidable_diff"]) == ("0", "2", "2", "0")
     gone = dict(zip(lines[0], lines[2], strict=True))
     assert (gone["in"], gone["once_a"], gone["once_b"], gone["once_diff"]) == ("a only", "5", "", "")
 
@@ -112,7 +146,7 @@ def test_rows_csv_carries_the_sweep_s_conditions_in_every_row():
 
 def test_rows_jsonl_carries_the_sweep_s_conditions_after_the_configuration_name():
     (obj,) = [json.loads(line) for line in "".join(exports.rows_jsonl([row()], POWER_CUT)).splitlines()]
-    assert list(obj)[2:6] == ["config_name", "crash_model", "fsync", "tracker_fault"]
+    assert list(obj)[2:10] == ["config_name", *exports.CONDITION_FIELDS]
     assert (obj["crash_model"], obj["fsync"], obj["tracker_fault"]) == ("power-cut", "off", "crash")
 
 
@@ -121,8 +155,12 @@ def test_compare_csv_says_each_sweep_s_conditions():
     header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, POWER_CUT)))
     x = dict(zip(header, line, strict=True))
     assert (x["conditions_a"], x["conditions_b"]) == ("panic, fsync on", "power-cut, fsync off, tracker fault: crash")
+    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, WORLD, PANIC)))
+    assert dict(zip(header, line, strict=True))["conditions_a"] == (
+        "kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7")
 
 
 def test_condition_values_are_the_command_line_s_option_values():
     assert exports.condition_values(Conditions("kill", False, "none")) == {
-        "crash_model": "kill", "fsync": "off", "tracker_fault": "none"}
+        "crash_model": "kill", "fsync": "off", "tracker_fault": "none", "tool_faults": "first",
+        "person_faults": "truthful", "model": "fixed", "seed": 0}

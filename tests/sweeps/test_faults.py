@@ -22,7 +22,6 @@ import re
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -43,6 +42,7 @@ from sweeps.services import chunks, launch, lifecycle, questions, recovery, task
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
+from tests.sweeps._web import launch_data
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -288,11 +288,7 @@ def test_a_sweep_survives_a_broker_restart(redis_lab, capsys):
 
 
 def launch_form(**kw: Any) -> dict[str, Any]:
-    data = {"job": "triage", "preset": "custom", "designs": ["markers"], "trackers": ["keyed"], "depth": 1,
-            "runs": 1, "person": "scripted", "crash_model": "panic", "fsync": "on", "tracker_fault": "none",
-            "request_token": str(uuid.uuid4())}
-    data.update(kw)
-    return data
+    return launch_data(**{"preset": "custom", "designs": ["markers"], "trackers": ["keyed"], "depth": 1, **kw})
 
 
 def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_running(auth, celery_workers, capsys):

@@ -9,8 +9,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agentcore.config import CRASH_MODELS
-from agentcore.faults import TRACKER_FAULT_WORDS as TRACKER_FAULTS
+from agentcore.faults import MODELS
 from agentcore.jobs import Job
+from sweeps.configs import Conditions, clean_spelled
 from sweeps.forms import (
     AnswerForm,
     HeatmapForm,
@@ -21,13 +22,11 @@ from sweeps.forms import (
 )
 from sweeps.models import Sweep
 from tests.sweeps import _data
+from tests.sweeps._web import launch_data
 
 
 def launch(files=None, **kw) -> LaunchForm:
-    data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "request_token": uuid.uuid4().hex}
-    data.update(kw)
-    return LaunchForm(data, files or {})
+    return LaunchForm(launch_data(**kw), files or {})
 
 
 def upload(content: bytes | str, name: str = "job.json") -> dict:
@@ -198,7 +197,7 @@ def test_person_choices_match_the_model():
     assert {c for c, _ in LaunchForm().fields["person"].choices} == set(Sweep.Person.values)
 
 
-# --- the conditions: crash model, fsync, tracker fault -------------------------------------------
+# --- the conditions: crash model, fsync, and the world's faults ----------------------------------
 
 def test_launch_conditions_come_out_typed():
     f = launch(crash_model="power-cut", fsync="off", tracker_fault="crash")
@@ -207,26 +206,68 @@ def test_launch_conditions_come_out_typed():
         "power-cut", False, "crash")
 
 
+def test_launch_world_comes_out_as_written_and_typed():
+    f = launch(tracker_fault="ttl:5", tool_faults="k:2", person_faults="deny:0.25", model="fickle", seed="42")
+    assert f.is_valid(), f.errors
+    assert {n: f.cleaned_data[n] for n in ("tracker_fault", "tool_faults", "person_faults", "model", "seed")} == {
+        "tracker_fault": "ttl:5", "tool_faults": "k:2", "person_faults": "deny:0.25", "model": "fickle", "seed": 42}
+
+
+@pytest.mark.parametrize("fault", ["none", "crash", "strict-params", "ttl:1", "ttl:10000"])
+def test_launch_takes_every_tracker_fault_agentcore_spells(fault):
+    f = launch(tracker_fault=fault)
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["tracker_fault"] == fault
+
+
 def test_launch_conditions_start_at_agentcore_s_defaults():
     form = LaunchForm()
-    assert [form.fields[n].initial for n in ("crash_model", "fsync", "tracker_fault")] == ["panic", "on", "none"]
+    initial = {n: form.fields[n].initial for n in Conditions._fields}
+    assert initial == Conditions(fsync="on")._asdict()  # fsync as its select says it
 
 
-def test_launch_offers_agentcore_s_crash_models_and_tracker_faults():
+def test_launch_offers_agentcore_s_crash_models_and_models():
     form = LaunchForm()
     assert [c for c, _ in form.fields["crash_model"].choices] == list(CRASH_MODELS)
-    assert [c for c, _ in form.fields["tracker_fault"].choices] == list(TRACKER_FAULTS)
+    assert [c for c, _ in form.fields["model"].choices] == list(MODELS)
     assert [c for c, _ in form.fields["fsync"].choices] == ["on", "off"]
+
+
+def test_launch_suggests_spellings_of_each_fault_agentcore_takes():
+    form = LaunchForm()
+    for field, suggestions in form.world():
+        assert all(clean_spelled(field.name, v) == v for v in suggestions)
+        if suggestions:
+            assert field.field.widget.attrs["list"] == f"{field.auto_id}_spellings"
+
+
+def test_launch_world_fields_explain_their_spellings():
+    helps = {field.name: field.help_text for field, _ in LaunchForm().world()}
+    assert "ttl:N" in helps["tracker_fault"] and "strict-params" in helps["tracker_fault"]
+    assert "k:N" in helps["tool_faults"] and "deny:P" in helps["person_faults"] and "random" in helps["seed"]
 
 
 @pytest.mark.parametrize(("field", "value"), [
     ("crash_model", "earthquake"), ("crash_model", ""), ("crash_model", "PANIC"), ("fsync", "yes"), ("fsync", ""),
-    ("fsync", "true"), ("tracker_fault", "flaky"), ("tracker_fault", ""),
+    ("fsync", "true"), ("tracker_fault", "flaky"), ("tracker_fault", ""), ("tracker_fault", "ttl:0"),
+    ("tracker_fault", "ttl:five"), ("tracker_fault", "TTL:5"), ("tool_faults", "k:-1"), ("tool_faults", "never"),
+    ("tool_faults", ""), ("person_faults", "deny:1.5"), ("person_faults", "wrong:"), ("person_faults", "x" * 21),
+    ("model", "random"), ("model", ""), ("seed", "-1"), ("seed", "1.5"), ("seed", ""), ("seed", str(2**31)),
 ])
 def test_launch_bad_conditions_are_errors_of_their_field(field, value):
     f = launch(**{field: value})
     assert not f.is_valid()
     assert list(f.errors) == [field]
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("tracker_fault", "ttl:0", "tracker fault 'ttl:0': N must be a whole number from 1 to 10000"),
+    ("tool_faults", "never", "unknown tool faults 'never' (choose from first, k:N, always)"),
+    ("person_faults", "deny:1.5", "person faults 'deny:1.5': P must be a probability from 0 to 1"),
+])
+def test_a_bad_fault_s_error_is_agentcore_s_message(field, value, message):
+    f = launch(**{field: value})
+    assert f.errors[field] == [message]
 
 
 def test_filters_offer_the_corrupt_status():

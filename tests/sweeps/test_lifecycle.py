@@ -21,6 +21,7 @@ from sweeps import configs as sweep_configs
 from sweeps import limits, selectors
 from sweeps import plan as planning
 from sweeps import workers as sweepworkers
+from sweeps.configs import Conditions
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery
 from tests.sweeps import _data
@@ -160,8 +161,8 @@ def test_planning_bad_conditions_raises_as_creating_does():
 def test_the_plan_plays_the_configurations_under_the_conditions(monkeypatch):
     played = record_conditions(monkeypatch, "points")
     planning.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="kill", fsync=False,
-                        tracker_fault="crash")
-    assert played == [("kill", False, "crash")]
+                        tracker_fault="crash", tool_faults="always", person_faults="deny:1", model="fickle", seed=3)
+    assert played == [Conditions("kill", False, "crash", "always", "deny:1", "fickle", 3)]
 
 
 def test_the_rate_is_the_default_until_a_sweep_finished():
@@ -532,10 +533,18 @@ def test_the_plan_endpoint_plans_under_the_form_s_conditions(as_role, users, mon
     asked = []
     real = planning.sweep_plan
     monkeypatch.setattr(planning, "sweep_plan", lambda **kw: asked.append(kw) or real(**kw))
-    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(crash_model="power-cut", fsync="off",
-                                                                   tracker_fault="crash", depth="1"))
+    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(
+        crash_model="power-cut", fsync="off", tracker_fault="ttl:5", tool_faults="k:2", person_faults="wrong:0.5",
+        model="fresh-ids", seed="9", depth="1"))
     assert r.status_code == 200
-    assert [(kw["crash_model"], kw["fsync"], kw["tracker_fault"]) for kw in asked] == [("power-cut", False, "crash")]
+    assert [{c: kw[c] for c in Conditions._fields} for kw in asked] == [Conditions(
+        "power-cut", False, "ttl:5", "k:2", "wrong:0.5", "fresh-ids", 9)._asdict()]
+
+
+def test_the_plan_endpoint_names_a_bad_fault_with_agentcore_s_message(as_role, users):
+    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(tracker_fault="ttl:0"))
+    assert r.status_code == 400
+    assert r.json()["errors"] == ["tracker_fault: tracker fault 'ttl:0': N must be a whole number from 1 to 10000"]
 
 
 def test_the_plan_endpoint_names_a_bad_condition(as_role, users):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import timedelta
 
 import pytest
@@ -10,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agentcore.records import ScenarioRecord, TableRow, table_row
+from agentcore.records import COLUMNS, ScenarioRecord, TableRow, table_row
 from sweeps import selectors
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from tests.sweeps import _data
@@ -21,11 +22,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def sweep():
     s = _data.make_sweep(2, total_chunks=3)
-    _data.add(s, 0, 1, duplicates=1, asks=2)
-    _data.add(s, 0, 1, 1, duplicates=3, missing=1, calls_plus=2)
+    _data.add(s, 0, 1, duplicates=1, asks=2, avoidable=1)
+    _data.add(s, 0, 1, 1, duplicates=3, missing=1, calls_plus=2, wrong=1, denied_ran=1)
     _data.add(s, 0, 1, 2, calls_plus=-1, status=Scenario.Status.FAILED)
     _data.add(s, 0, 2, asks=1, status=Scenario.Status.WAITING)
-    _data.add(s, 1, 1, missing=2)
+    _data.add(s, 1, 1, missing=2, gave_up=1)
     _data.chunk(s, 0, 1, scenarios=3)
     _data.chunk(s, 0, 2, scenarios=1)
     _data.chunk(s, 1, 1, stored=False, scenarios=0)
@@ -34,9 +35,9 @@ def sweep():
 
 def test_table_rows_match_agentcore_table_row(sweep):
     def record(s: Scenario) -> ScenarioRecord:
-        return ScenarioRecord(s.job, s.design, s.tracker, s.runs, s.first_point, s.first_kind, s.first_label,
-                              s.second_point or None, s.second_kind or None, s.second_label or None, s.duplicates,
-                              s.missing, s.asks, s.approvals, s.model_calls, s.calls_plus, s.status)
+        values = {f.name: getattr(s, f.name) for f in fields(ScenarioRecord) if f.name not in ("timeline", "effects")}
+        once = {f: values[f] or None for f in ("second_point", "second_kind", "second_label")}  # stored as 0, ""
+        return ScenarioRecord(**values | once)
 
     expected = [table_row(c["name"], [record(s) for s in Scenario.objects.filter(sweep=sweep, config=i)])
                 for i, c in enumerate(sweep.configs)]
@@ -55,11 +56,9 @@ def test_the_live_table_hides_what_an_answer_can_change_in_a_row_that_waits(swee
     _data.question(Scenario.objects.get(sweep=sweep, status=Scenario.Status.WAITING), "0:call_1#1")
     table = selectors.sweep_table_live(sweep)
     assert (table["partial"], table["waiting"]) == (True, 1)
-    assert table["rows"][0]["values"] == {"once": 2, "twice": None, "with_dups": None, "dups": None, "missing": None,
-                                          "asks": None, "calls_plus": None}
+    assert table["rows"][0]["values"] == {"once": 2} | dict.fromkeys(COLUMNS[1:])
     assert table["rows"][1] == {"name": sweep.configs[1]["name"], "waiting": 0, "values": dict(
-        zip(("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus"), (1, 0, 0, 0, 2, 0, 0),
-            strict=True))}
+        zip(COLUMNS, (1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0), strict=True))}
 
 
 def test_the_live_table_of_a_done_sweep_is_not_partial(sweep):
@@ -147,9 +146,12 @@ def test_progress_counts_open_questions(sweep):
 
 def test_heatmap_config_first_sums_every_metric_in_sql(sweep):
     assert selectors.heatmap_config_first(sweep) == [
-        {"config": 0, "first_point": 1, "duplicates": 4, "asks": 2, "calls_plus": 1, "missing": 1},
-        {"config": 0, "first_point": 2, "duplicates": 0, "asks": 1, "calls_plus": 0, "missing": 0},
-        {"config": 1, "first_point": 1, "duplicates": 0, "asks": 0, "calls_plus": 0, "missing": 2}]
+        {"config": 0, "first_point": 1, "duplicates": 4, "asks": 2, "calls_plus": 1, "missing": 1, "wrong": 1,
+         "gave_up": 0, "denied_ran": 1, "avoidable": 1},
+        {"config": 0, "first_point": 2, "duplicates": 0, "asks": 1, "calls_plus": 0, "missing": 0, "wrong": 0,
+         "gave_up": 0, "denied_ran": 0, "avoidable": 0},
+        {"config": 1, "first_point": 1, "duplicates": 0, "asks": 0, "calls_plus": 0, "missing": 2, "wrong": 0,
+         "gave_up": 1, "denied_ran": 0, "avoidable": 0}]
 
 
 def test_heatmap_config_first_is_one_grouped_query(sweep):
@@ -162,9 +164,11 @@ def test_heatmap_first_second_gives_each_twice_scenario_with_its_id(sweep):
     ids = dict(Scenario.objects.filter(sweep=sweep, config=0, second_point__gt=0).values_list("second_point", "id"))
     assert selectors.heatmap_first_second(sweep, 0) == [
         {"id": ids[1], "first_point": 1, "second_point": 1, "second_label": "tracker-accepted q1",
-         "duplicates": 3, "asks": 0, "calls_plus": 2, "missing": 1},
+         "duplicates": 3, "asks": 0, "calls_plus": 2, "missing": 1, "wrong": 1, "gave_up": 0, "denied_ran": 1,
+         "avoidable": 0},
         {"id": ids[2], "first_point": 1, "second_point": 2, "second_label": "tool-returned q2",
-         "duplicates": 0, "asks": 0, "calls_plus": -1, "missing": 0}]
+         "duplicates": 0, "asks": 0, "calls_plus": -1, "missing": 0, "wrong": 0, "gave_up": 0, "denied_ran": 0,
+         "avoidable": 0}]
 
 
 def test_point_labels_from_chunks(sweep):
@@ -183,6 +187,9 @@ def test_point_labels_without_chunks_come_from_once_rows():
     ({"status": "waiting"}, 1), ({"first_point": 1, "second_point": 0}, 2), ({"design": "after-reply"}, 1),
     ({"config": None, "design": ""}, 5), ({"tracker": "keyed"}, 5), ({"tracker": "keyless"}, 0),
     ({"design": "once-per-turn", "tracker": "keyed"}, 4), ({"design": "once-per-turn", "config": 1}, 0),
+    ({"has_wrong": True}, 1), ({"has_wrong": False}, 4), ({"gave_up": True}, 1), ({"gave_up": False}, 4),
+    ({"denied_ran": True}, 1), ({"avoidable": True}, 1), ({"avoidable": False}, 4),
+    ({"config": 0, "has_wrong": True, "denied_ran": True}, 1), ({"gave_up": True, "config": 0}, 0),
 ])
 def test_scenario_filter(sweep, filters, expected):
     assert selectors.scenario_filter(sweep, filters).count() == expected
@@ -206,12 +213,13 @@ def test_scenario_page_out_of_range(sweep):
 
 def test_scenario_totals_sum_each_metric_over_the_filtered_rows(sweep):
     assert selectors.scenario_totals(sweep, {"config": 0}) == {
-        "count": 4, "duplicates": 4, "asks": 3, "calls_plus": 1, "missing": 1}
+        "count": 4, "duplicates": 4, "asks": 3, "calls_plus": 1, "missing": 1, "wrong": 1, "gave_up": 0,
+        "denied_ran": 1, "avoidable": 1}
 
 
 def test_scenario_totals_of_no_row_are_zeros(sweep):
     assert selectors.scenario_totals(sweep, {"tracker": "keyless"}) == {
-        "count": 0, "duplicates": 0, "asks": 0, "calls_plus": 0, "missing": 0}
+        "count": 0, **dict.fromkeys(selectors.METRICS, 0)}
 
 
 def test_scenario_totals_is_one_aggregate_query(sweep):
@@ -266,8 +274,8 @@ def test_question_list_and_counts(sweep, django_user_model):
 # --- comparing two sweeps ----------------------------------------------------------------------
 
 def test_compare_tables_matches_rows_by_name_and_marks_differences():
-    a = [TableRow("x", 1, 2, 0, 0, 0, 0, 0), TableRow("y", 3, 4, 1, 2, 0, 0, 5)]
-    b = [TableRow("y", 3, 4, 0, 0, 0, 0, 5), TableRow("x", 1, 2, 0, 0, 0, 0, 0)]
+    a = [TableRow("x", 1, 2), TableRow("y", 3, 4, with_dups=1, dups=2, calls_plus=5)]
+    b = [TableRow("y", 3, 4, calls_plus=5), TableRow("x", 1, 2)]
     x, y = selectors.compare_tables(a, b)
     assert (x["name"], x["changed"], y["name"], y["changed"]) == ("x", False, "y", True)
     assert [c["column"] for c in y["cells"] if c["changed"]] == ["with_dups", "dups"]
@@ -291,7 +299,7 @@ def test_sweep_compare_reads_both_tables(sweep):
     other = _data.make_sweep(2)
     _data.add(other, 0, 1, duplicates=1)
     rows = selectors.sweep_compare(sweep, other)
-    assert [c["diff"] for c in rows[0]["cells"]] == [-1, -2, -1, -3, -1, -3, -1]
+    assert [c["diff"] for c in rows[0]["cells"]] == [-1, -2, -1, -3, -1, -1, 0, -1, -3, -1, -1]
     assert rows[1]["cells"][4] == {"column": "missing", "a": 2, "b": 0, "diff": -2, "changed": True}
 
 

@@ -86,12 +86,30 @@ def test_create_rejects_bad_settings_and_stores_nothing(bad, enqueued, django_ca
 # --- the conditions: crash model, fsync, tracker fault ---------------------------------------------
 
 POWER_CUT = {"crash_model": "power-cut", "fsync": False, "tracker_fault": "crash"}
+WORLD = {"tracker_fault": "ttl:5", "tool_faults": "k:2", "person_faults": "deny:0.5", "model": "fickle", "seed": 7}
 
 
 def test_create_stores_the_conditions():
     sweep = create(**POWER_CUT)
     sweep.refresh_from_db()
     assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
+
+
+def test_create_stores_the_world_as_written():
+    sweep = create(**WORLD)
+    sweep.refresh_from_db()
+    assert sweep_configs.conditions_of(sweep) == sweep_configs.Conditions(**WORLD)
+    assert sweep.conditions == ("panic, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, "
+                                "model: fickle, seed: 7")
+
+
+@pytest.mark.parametrize("world", [{"tracker_fault": "strict-params"}, {"tracker_fault": "ttl:10000"},
+                                   {"tool_faults": "always"}, {"tool_faults": "k:0"}, {"person_faults": "adversarial"},
+                                   {"person_faults": "wrong:1"}, {"model": "fresh-ids"}, {"seed": 2**31 - 1}])
+def test_create_takes_every_spelling_agentcore_takes(world):
+    sweep = create(**world)
+    sweep.refresh_from_db()
+    assert sweep_configs.conditions_of(sweep) == sweep_configs.Conditions(**world)
 
 
 def test_create_without_conditions_stores_agentcore_s_defaults():
@@ -105,8 +123,24 @@ def test_create_without_conditions_stores_agentcore_s_defaults():
     ({"crash_model": None}, "crash model must be one of panic, power-cut, kill, not None"),
     ({"fsync": "off"}, "fsync must be on or off (True or False), not 'off'"),
     ({"fsync": 0}, "fsync must be on or off (True or False), not 0"),
-    ({"tracker_fault": "flaky"}, "tracker fault must be one of none, crash, not 'flaky'"),
-    ({"tracker_fault": ["crash"]}, "tracker fault must be one of none, crash, not ['crash']"),
+    ({"tracker_fault": "flaky"}, "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
+    ({"tracker_fault": ["crash"]}, "unknown tracker fault ['crash'] (choose from none, crash, ttl:N, strict-params)"),
+    ({"tracker_fault": "ttl:0"}, "tracker fault 'ttl:0': N must be a whole number from 1 to 10000"),
+    ({"tracker_fault": "ttl:"}, "tracker fault 'ttl:': N must be a whole number from 1 to 10000"),
+    ({"tracker_fault": "ttl:\u0665"}, "tracker fault 'ttl:\u0665': write it in plain ASCII without spaces, as one of "
+                                      "none, crash, ttl:N, strict-params"),
+    ({"tool_faults": "sometimes"}, "unknown tool faults 'sometimes' (choose from first, k:N, always)"),
+    ({"tool_faults": "k:101"}, "tool faults 'k:101': N must be a whole number from 0 to 100"),
+    ({"tool_faults": 2}, "unknown tool faults 2 (choose from first, k:N, always)"),
+    ({"person_faults": "liar"}, "unknown person 'liar' (choose from truthful, deny:P, wrong:P, adversarial)"),
+    ({"person_faults": "deny:2"}, "person faults 'deny:2': P must be a probability from 0 to 1"),
+    ({"person_faults": "wrong:0.123456789012345"}, "person faults 'wrong:0.123456789012345': at most 20 characters"),
+    ({"model": "random"}, "unknown model 'random' (choose from fixed, fresh-ids, fickle)"),
+    ({"model": None}, "unknown model None (choose from fixed, fresh-ids, fickle)"),
+    ({"seed": -1}, "seed must be a whole number from 0 to 2147483647, not -1"),
+    ({"seed": "7"}, "seed must be a whole number from 0 to 2147483647, not '7'"),
+    ({"seed": True}, "seed must be a whole number from 0 to 2147483647, not True"),
+    ({"seed": 2**31}, "seed must be a whole number from 0 to 2147483647, not 2147483648"),
 ])
 def test_create_rejects_bad_conditions_with_a_clear_message_and_stores_nothing(
         bad, message, enqueued, django_capture_on_commit_callbacks):
@@ -121,10 +155,25 @@ def test_sweep_check_rejects_bad_conditions_as_create_does():
         sweep_configs.sweep_check(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="earthquake")
 
 
+@pytest.mark.parametrize("bad", [{"tracker_fault": "ttl:0"}, {"tool_faults": "k:x"}, {"person_faults": "deny:-1"},
+                                 {"model": "fickle "}, {"seed": -3}])
+def test_sweep_check_rejects_a_bad_world_as_create_does(bad):
+    with pytest.raises(ValidationError) as checked:
+        sweep_configs.sweep_check(job_source=TRIAGE, configs=LOOP, depth=1, **bad)
+    with pytest.raises(ValidationError) as created:
+        create(**bad)
+    assert checked.value.messages == created.value.messages and Sweep.objects.count() == 0
+
+
+def test_an_unknown_condition_is_a_type_error_as_any_unknown_argument():
+    with pytest.raises(TypeError, match="unknown conditions: tracker_faults"):
+        create(tracker_faults="crash")
+
+
 def test_the_chunk_plan_plays_every_configuration_under_the_conditions():
-    planned = sweep_configs.chunk_plan(TRIAGE, LOOP + MARKERS, 1, 1, "scripted", "t",
-                                       sweep_configs.Conditions("kill", False, "crash"))
-    assert {(c.crash_model, c.fsync, c.tracker_fault) for c in planned.agent_configs} == {("kill", False, "crash")}
+    conditions = sweep_configs.Conditions("kill", False, "crash", "k:3", "wrong:0.25", "fresh-ids", 11)
+    planned = sweep_configs.chunk_plan(TRIAGE, LOOP + MARKERS, 1, 1, "scripted", "t", conditions)
+    assert {tuple(getattr(c, f) for f in conditions._fields) for c in planned.agent_configs} == {conditions}
 
 
 def test_every_agentcore_config_of_a_sweep_carries_its_conditions():
@@ -144,7 +193,22 @@ def test_chunks_are_played_under_the_sweep_s_conditions(monkeypatch):
     sweep = create(**POWER_CUT)
     played = record_conditions(monkeypatch, "run_chunk")
     chunks.chunks_run(chunk_ids=chunk_ids(sweep)[:2])
-    assert played == [("power-cut", False, "crash")] * 2
+    assert played == [sweep_configs.Conditions(**POWER_CUT)] * 2
+
+
+def test_chunks_are_played_in_the_sweep_s_world(monkeypatch):
+    sweep = create(**WORLD)
+    played = record_conditions(monkeypatch, "run_chunk")
+    chunks.chunks_run(chunk_ids=chunk_ids(sweep)[:2])
+    assert played == [sweep_configs.Conditions(**WORLD)] * 2
+
+
+@pytest.mark.parametrize(("said", "stored"), [({"avoidable": True}, True), ({"avoidable": False}, False),
+                                             ({}, False), ({"avoidable": "yes"}, False)])
+def test_a_question_is_stored_avoidable_only_when_agentcore_says_so(said, stored):
+    question = {"id": "0:call_1#1", "run": 0, "call": {"id": "call_1", "tool": "create_issue", "args": {}},
+                "key": "k", "tried": "lookup: not found", "truth": False, **said}
+    assert chunks.new_question(1, 2, question, {"tracker": {"effects": []}}).avoidable is stored
 
 
 def test_create_plans_one_chunk_per_first_point_and_enqueues_them_on_commit(

@@ -11,7 +11,6 @@ import html
 import io
 import json
 import re
-import uuid
 from datetime import timedelta
 from urllib.parse import quote
 
@@ -22,13 +21,15 @@ from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from agentcore.report import render
+from agentcore.records import COLUMNS
+from agentcore.report import TITLES, render
 from sweeps import exports, selectors
-from sweeps.configs import Conditions
+from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
+from tests.sweeps._web import launch_data
 
 pytestmark = pytest.mark.django_db
 
@@ -56,15 +57,20 @@ def sweep():
     """Three configurations: two with rows, one with a chunk not stored yet."""
     s = _data.make_sweep(3, total_chunks=4)
     _data.add(s, 0, 1)
-    _data.add(s, 0, 1, 1, duplicates=2, asks=1)
-    _data.add(s, 0, 2, missing=1)
-    _data.add(s, 0, 2, 1, calls_plus=3)
+    _data.add(s, 0, 1, 1, duplicates=2, asks=1, avoidable=1)
+    _data.add(s, 0, 2, missing=1, wrong=1, gave_up=1)
+    _data.add(s, 0, 2, 1, calls_plus=3, denied_ran=2)
     _data.add(s, 1, 1, duplicates=1)
     _data.chunk(s, 0, 1, scenarios=2)
     _data.chunk(s, 0, 2, scenarios=2)
     _data.chunk(s, 1, 1, scenarios=1)
     _data.chunk(s, 2, 1, stored=False, scenarios=0)
     return s
+
+
+# The sweep fixture's first row: once, twice, with dups, dups, missing, wrong, gave up, denied ran,
+# asks, avoidable, calls+.
+CONFIG_0 = [2, 2, 1, 2, 1, 1, 1, 2, 1, 1, 3]
 
 
 def text(response) -> str:
@@ -85,13 +91,6 @@ def figure(page: str, which: str) -> dict:
 
 def count_shown(page: str) -> int:
     return int(re.search(r'<strong id="count">(\d+)</strong>', page).group(1))
-
-
-def launch_data(**kw) -> dict:
-    data = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "request_token": uuid.uuid4().hex}
-    data.update(kw)
-    return data
 
 
 # --- 1. list and launch ------------------------------------------------------------------------
@@ -153,13 +152,47 @@ def test_launch_stores_the_conditions_chosen(auth):
     assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
 
 
+def test_launch_stores_the_world_chosen(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(
+        preset="custom", designs=["loop"], trackers=["keyed"], depth="1", tracker_fault="ttl:5", tool_faults="k:2",
+        person_faults="deny:0.5", model="fickle", seed="7"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and conditions_of(sweep) == Conditions("panic", True, "ttl:5", "k:2", "deny:0.5",
+                                                                       "fickle", 7)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("tracker_fault", "ttl:0", "tracker fault &#x27;ttl:0&#x27;: N must be a whole number from 1 to 10000"),
+    ("person_faults", "liar", "unknown person &#x27;liar&#x27; (choose from truthful, deny:P, wrong:P, adversarial)"),
+    ("seed", "-2", "Ensure this value is greater than or equal to 0."),
+])
+def test_launch_with_a_bad_world_says_why_by_the_field_and_stores_nothing(auth, field, value, message):
+    r = auth.post(reverse("sweeps:launch"), launch_data(**{field: value}))
+    assert r.status_code == 400 and Sweep.objects.count() == 0
+    world = re.search(r'<fieldset id="world">(.*?)</fieldset>', text(r), re.S).group(1)
+    assert f'<ul class="errorlist" id="id_{field}_error"><li>{message}</li></ul>' in world
+
+
 def test_launch_form_offers_the_conditions_with_their_defaults_selected(auth):
     page = text(auth.get(reverse("sweeps:list")))
     form = re.search(r'<fieldset id="conditions">(.*?)</fieldset>', page, re.S).group(1)
     assert re.search(r'<option value="panic" selected>', form) and '<option value="power-cut">' in form
     assert re.search(r'<option value="on" selected>', form) and '<option value="off">' in form
-    assert re.search(r'<option value="none" selected>', form) and '<option value="crash">' in form
     assert "what a crash leaves of the checkpoint files" in form
+
+
+def test_launch_form_has_a_world_section_at_agentcore_s_defaults_with_help(auth):
+    page = text(auth.get(reverse("sweeps:list")))
+    world = re.search(r'<fieldset id="world"><legend>World</legend>(.*?)</fieldset>', page, re.S).group(1)
+    for name, value in (("tracker_fault", "none"), ("tool_faults", "first"), ("person_faults", "truthful"),
+                        ("seed", "0")):
+        field = re.search(rf'<input [^>]*name="{name}"[^>]*>', world).group(0)
+        assert f'value="{value}"' in field and f'aria-describedby="id_{name}_helptext"' in field
+    assert re.search(r'<option value="fixed" selected>', world) and '<option value="fickle">' in world
+    assert re.search(r'<datalist id="id_tracker_fault_spellings">.*<option value="ttl:5">', world)
+    assert 'list="id_tracker_fault_spellings"' in world
+    assert "ttl:N: it forgets keys after N requests" in world and "deny:P" in world
+    assert page.index('id="conditions"') < page.index('id="world"')
 
 
 def test_launch_twice_with_one_token_makes_one_sweep(auth):
@@ -251,9 +284,15 @@ def test_a_get_of_the_launch_address_goes_to_the_form(client, auth, who):
 
 def test_sweep_page_shows_the_table(client, sweep):
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
-    assert table_numbers(page, sweep.configs[0]["name"]) == [2, 2, 1, 2, 1, 1, 3]
-    assert table_numbers(page, sweep.configs[1]["name"]) == [1, 0, 1, 1, 0, 0, 0]
-    assert table_numbers(page, sweep.configs[2]["name"]) == [0] * 7
+    assert table_numbers(page, sweep.configs[0]["name"]) == CONFIG_0
+    assert table_numbers(page, sweep.configs[1]["name"]) == [1, 0, 1, 1] + [0] * 7
+    assert table_numbers(page, sweep.configs[2]["name"]) == [0] * len(COLUMNS)
+
+
+def test_sweep_page_titles_every_column_in_agentcores_words(client, sweep):
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    head = re.search(r'<table id="results".*?<thead>(.*?)</thead>', page, re.S).group(1)
+    assert re.findall(r"<th[^>]*>(.*?)</th>", head) == ["design", *(TITLES[c] for c in COLUMNS)]
 
 
 def test_sweep_page_says_the_conditions_by_the_table(client, sweep):
@@ -262,6 +301,15 @@ def test_sweep_page_says_the_conditions_by_the_table(client, sweep):
     line = re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1)
     assert line == "crash model: power-cut, fsync off, tracker fault: crash"
     assert page.index("Variant comparison") < page.index('id="conditions"') < page.index('id="results"')
+
+
+def test_sweep_page_says_the_world_by_the_table(client, sweep):
+    Sweep.objects.filter(pk=sweep.pk).update(tracker_fault="ttl:5", tool_faults="always", person_faults="wrong:0.5",
+                                             model="fickle", seed=4)
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1) == (
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: always, person: wrong:0.5, model: fickle, "
+        "seed: 4")
 
 
 def test_sweep_page_says_the_default_conditions_too(client, sweep):
@@ -275,7 +323,7 @@ def test_sweep_page_numbers_link_to_their_scenarios(client, sweep):
     assert count_shown(text(client.get(url))) == 1
 
 
-@pytest.mark.parametrize("column", range(7))
+@pytest.mark.parametrize("column", range(len(COLUMNS)))
 def test_every_table_number_opens_a_list_that_states_it(client, sweep, column):
     """The number in the table is the list's count or the sum over it that the list states."""
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
@@ -326,7 +374,7 @@ def _wait_in_config_2(sweep):
 def test_progress_endpoint_carries_the_table_as_the_page_draws_it(client, sweep):
     p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
     assert p["table"]["partial"] is True
-    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == [2, 2, 1, 2, 1, 1, 3]
+    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == CONFIG_0
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
     for row in p["table"]["rows"]:
         for c in row["cells"]:
@@ -347,11 +395,11 @@ def test_a_row_with_waiting_scenarios_shows_how_many_and_no_number_an_answer_can
     p = client.get(reverse("sweeps:progress", args=[sweep.pk])).json()
     row = p["table"]["rows"][2]
     assert row["waiting"] == 1 and p["table"]["waiting"] == 1
-    assert [c["value"] for c in row["cells"]] == [1, None, None, None, None, None, None]
+    assert [c["value"] for c in row["cells"]] == [1] + [None] * (len(COLUMNS) - 1)
     assert all("1 scenario of this row waits for an answer" in c["title"] for c in row["cells"][1:])
-    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == [2, 2, 1, 2, 1, 1, 3]  # no scenario waits
+    assert [c["value"] for c in p["table"]["rows"][0]["cells"]] == CONFIG_0  # no scenario waits
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
-    assert page.count('title="not final: 1 scenario of this row waits for an answer">—</a>') == 6
+    assert page.count('title="not final: 1 scenario of this row waits for an answer">—</a>') == len(COLUMNS) - 1
     assert re.search(r'<a href="[^"]*config=2&amp;status=waiting" class="waiting">1</a>', page)
 
 
@@ -453,6 +501,14 @@ def test_heatmap_figures_carry_every_metric(client, sweep):
     assert second["metrics"]["duplicates"]["restyle"]["z"] == [[[2, 0]]]
 
 
+@pytest.mark.parametrize(("metric", "z"), [("wrong", [0, 1]), ("gave_up", [0, 1]), ("denied_ran", [0, 2]),
+                                           ("avoidable", [1, 0])])
+def test_heatmap_colours_the_world_s_outcomes_too(client, sweep, metric, z):
+    page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + f"?metric={metric}"))
+    assert figure(page, "first")["data"][0]["z"][0] == z
+    assert re.search(rf'<option value="{metric}" selected>', page)
+
+
 def test_heatmap_metric_redraws_without_a_button(client, sweep):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
     assert re.search(r'<noscript><button type="submit">show</button></noscript>', page)  # without JS only
@@ -537,7 +593,8 @@ def test_scenario_list_pagination(client):
     s = _data.make_sweep(1)
     Scenario.objects.bulk_create([_data.scenario(s, 0, f) for f in range(1, 61)])
     first, second = text(scenarios(client, s)), text(scenarios(client, s, "page=2"))
-    assert first.count('<td class="num">') // 6 == 50 and second.count('<td class="num">') // 6 == 10
+    per_row = 2 + len(selectors.METRICS)  # the points, then every metric
+    assert first.count('<td class="num">') // per_row == 50 and second.count('<td class="num">') // per_row == 10
     assert "page 2 of 2" in second
 
 
@@ -550,7 +607,7 @@ def test_scenario_list_pagination_keeps_filters(client):
 @pytest.mark.parametrize("query", [
     "page=0", "page=x", "page=99", "first_point=-1", "first_point=x", "first_point=99999999999999999999",
     "second_point=-3", "config=3", "config=x", "design=nope", "tracker=nope", "first_kind=nope",
-    "has_dups=maybe", "status=zzz",
+    "has_dups=maybe", "status=zzz", "has_wrong=maybe", "gave_up=1", "denied_ran=true", "avoidable=x", "sum=approvals",
 ])
 def test_scenario_list_bad_values_are_400(client, sweep, query):
     assert scenarios(client, sweep, query).status_code == 400
@@ -566,8 +623,32 @@ def test_scenario_list_states_the_sum_it_was_opened_for(client, sweep):
 def test_scenario_list_totals_every_metric(client, sweep):
     page = text(scenarios(client, sweep, "config=0"))
     totals = dict(re.findall(r'<span id="total-(\w+)">(-?\d+)</span>', page))
-    assert totals == {"duplicates": "2", "missing": "1", "asks": "1", "calls_plus": "3"}
+    assert totals == {"duplicates": "2", "missing": "1", "asks": "1", "calls_plus": "3", "wrong": "1", "gave_up": "1",
+                      "denied_ran": "2", "avoidable": "1"}
     assert 'id="sum"' not in page
+
+
+def test_scenario_list_has_a_column_per_outcome_in_the_table_s_order(client, sweep):
+    page = text(scenarios(client, sweep, "config=0&has_wrong=yes"))
+    head = re.search(r'<table id="scenarios">\s*<thead>(.*?)</thead>', page, re.S).group(1)
+    assert re.findall(r'<th class="num[^"]*">([^<]*)</th>', head) == [
+        "first", "second", "dups", "missing", "wrong", "gave up", "denied ran", "asks", "avoidable", "calls+"]
+    row = re.search(r"<tbody>(.*?)</tbody>", page, re.S).group(1)
+    # first point 2, its once scenario ("—" as second point), then its outcome
+    assert re.findall(r'<td class="num">(-?\d+)</td>', row) == ["2", "0", "1", "1", "1", "0", "0", "0", "0"]
+
+
+@pytest.mark.parametrize(("query", "count"), [
+    ("has_wrong=yes", 1), ("gave_up=yes", 1), ("denied_ran=yes", 1), ("avoidable=yes", 1), ("avoidable=no", 4),
+    ("has_wrong=no&config=0", 3), ("denied_ran=yes&sum=denied_ran", 1)])
+def test_scenario_list_filters_by_the_world_s_outcomes(client, sweep, query, count):
+    assert count_shown(text(scenarios(client, sweep, query))) == count
+
+
+def test_scenario_list_states_a_world_outcome_s_sum(client, sweep):
+    page = text(scenarios(client, sweep, "config=0&denied_ran=yes&sum=denied_ran"))
+    assert re.search(r'<strong id="sum" data-metric="denied_ran">2</strong> denied calls that ran', page)
+    assert '<th class="num summed">denied ran</th>' in page
 
 
 def test_scenario_list_keeps_the_sum_through_the_filter_form(client, sweep):
@@ -602,6 +683,21 @@ def test_timeline_page_shows_events_in_order(client, sweep):
     assert positions == sorted(positions)
     assert "<strong>crash 1</strong>" in page and "<strong>crash 2</strong>" in page
     assert page.count("(duplicate)") == 2
+
+
+def test_scenario_page_states_every_outcome(client, sweep):
+    sc = _data.add(sweep, 1, 2, duplicates=1, missing=2, wrong=3, gave_up=4, denied_ran=5, asks=7, avoidable=6,
+                   timeline=[], effects=[])
+    outcome = re.search(r'<p id="outcome">(.*?)</p>', text(client.get(reverse("sweeps:scenario", args=[sc.pk]))))
+    shown = dict(re.findall(r'<strong id="([\w-]+)">(\d+)</strong>', outcome.group(1)))
+    assert shown == {"dups": "1", "missing": "2", "wrong": "3", "gave-up": "4", "denied-ran": "5", "asks": "7",
+                     "avoidable": "6"}
+
+
+def test_a_waiting_scenario_s_page_states_no_outcome(client, sweep):
+    sc = _data.add(sweep, 2, 1, status=Scenario.Status.WAITING, wrong=1, timeline=[], effects=[])
+    page = text(client.get(reverse("sweeps:scenario", args=[sc.pk])))
+    assert re.search(r'<p id="outcome" class="muted">[^<]*not final', page) and 'id="wrong"' not in page
 
 
 def test_timeline_is_replayed_when_not_stored(client):
@@ -775,7 +871,35 @@ def test_answer_all_by_anonymous_is_403(client, sweep, waiting):
     assert client.post(reverse("sweeps:answer_all", args=[sweep.pk])).status_code == 403
 
 
-@pytest.mark.parametrize("query", ["status=closed", "page=0", "page=y"])
+def queue_rows(page: str) -> dict[str, str]:
+    """{question call: its need cell's word} from the question queue's table."""
+    rows = re.findall(r'<code>create_issue (call_\d+)</code>.*?<td class="need">(.*?)</td>', page, re.S)
+    return {call: re.sub(r"<[^>]+>", "", need) for call, need in rows}
+
+
+def test_the_queue_says_which_questions_were_avoidable(client, sweep, waiting):
+    Question.objects.filter(pk=waiting[1].pk).update(avoidable=True)
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk])))
+    assert queue_rows(page) == {"call_1": "necessary", "call_2": "avoidable"}
+
+
+@pytest.mark.parametrize(("need", "shown", "open_count"), [
+    ("necessary", {"call_1": "necessary"}, 1), ("avoidable", {"call_2": "avoidable"}, 1),
+    ("", {"call_1": "necessary", "call_2": "avoidable"}, 2)])
+def test_the_queue_filters_necessary_or_avoidable_questions(client, sweep, waiting, need, shown, open_count):
+    Question.objects.filter(pk=waiting[1].pk).update(avoidable=True)
+    page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + f"?need={need}"))
+    assert queue_rows(page) == shown and f'<span id="open-count">{open_count}</span>' in page
+
+
+def test_the_queue_filter_is_kept_by_the_status_links_and_says_when_none_match(client, sweep, waiting):
+    page = text(client.get(reverse("sweeps:questions") + "?need=avoidable"))
+    assert 'href="?status=answered&amp;need=avoidable"' in page
+    assert re.search(r'<a href="\?status=open&amp;need=avoidable" aria-current="page"', page)
+    assert "No open avoidable question." in page
+
+
+@pytest.mark.parametrize("query", ["status=closed", "page=0", "page=y", "need=maybe", "need=1"])
 def test_question_list_bad_values_are_400(client, sweep, query):
     assert client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + "?" + query).status_code == 400
 
@@ -883,9 +1007,9 @@ def other_sweep(sweep):
     """Sweep's first two configurations, the second with another number; a fourth config of its own."""
     s = _data.make_sweep(2, configs=sweep.configs[:2] + [_data.configs(4)[3]], name="after the change")
     _data.add(s, 0, 1)
-    _data.add(s, 0, 1, 1, duplicates=2, asks=1)
-    _data.add(s, 0, 2, missing=1)
-    _data.add(s, 0, 2, 1, calls_plus=3)
+    _data.add(s, 0, 1, 1, duplicates=2, asks=1, avoidable=1)
+    _data.add(s, 0, 2, missing=1, wrong=1, gave_up=1)
+    _data.add(s, 0, 2, 1, calls_plus=3, denied_ran=2)
     _data.add(s, 1, 1, duplicates=3)
     return s
 
@@ -918,8 +1042,9 @@ def test_compare_from_a_sweeps_nav_link_preselects_it(client, sweep, other_sweep
 def test_compare_shows_both_tables_side_by_side_with_the_differences_highlighted(client, sweep, other_sweep):
     rows = compare_rows(text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}")))
     same, changed = sweep.configs[0]["name"], sweep.configs[1]["name"]
-    assert rows[same] == ("both", [(v, False) for v in ["2", "2", "1", "2", "1", "1", "3"] * 2])
-    assert rows[changed][1][3] == ("1", True) and rows[changed][1][7 + 3] == ("3", True)  # dups 1 -> 3
+    assert rows[same] == ("both", [(str(v), False) for v in CONFIG_0 * 2])
+    dups = COLUMNS.index("dups")
+    assert rows[changed][1][dups] == ("1", True) and rows[changed][1][len(COLUMNS) + dups] == ("3", True)  # 1 -> 3
     assert rows[changed][1][0] == ("1", False)
 
 
@@ -953,6 +1078,19 @@ def test_compare_shows_each_sweep_s_conditions(client, sweep, other_sweep):
     page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     assert re.findall(r'<span class="conditions">(.*?)</span>', page) == [
         "crash model: panic, fsync on", "crash model: power-cut, fsync off"]
+
+
+def test_compare_says_when_the_world_differs(client, sweep, other_sweep):
+    Sweep.objects.filter(pk=other_sweep.pk).update(tracker_fault="ttl:5", tool_faults="k:3",
+                                                   person_faults="deny:0.5", model="fresh-ids", seed=2)
+    page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
+    assert re.findall(r'<p class="setup-differs">(.*?)</p>', page) == [
+        "Different tracker fault: none in A, ttl:5 in B.", "Different tool faults: first in A, k:3 in B.",
+        "Different person faults: truthful in A, deny:0.5 in B.", "Different model: fixed in A, fresh-ids in B.",
+        "Different seed: 0 in A, 2 in B."]
+    assert re.findall(r'<span class="conditions">(.*?)</span>', page)[1] == (
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:3, person: deny:0.5, model: fresh-ids, "
+        "seed: 2")
 
 
 def test_compare_says_when_the_conditions_differ(client, sweep, other_sweep):
@@ -1016,6 +1154,14 @@ def test_compare_export_unknown_sweep_is_404(auth, sweep):
 @pytest.mark.parametrize("model", ["sweep", "chunk", "scenario", "question"])
 def test_admin_lists(admin_client, waiting, model):
     assert admin_client.get(reverse(f"admin:sweeps_{model}_changelist")).status_code == 200
+
+
+def test_admin_shows_the_world_and_filters_questions_by_need(admin_client, waiting):
+    Sweep.objects.filter(pk=waiting[0].sweep_id).update(tracker_fault="ttl:5", seed=9)
+    page = text(admin_client.get(reverse("admin:sweeps_sweep_changelist")))
+    assert "ttl:5" in page and "column-seed" in page
+    r = admin_client.get(reverse("admin:sweeps_question_changelist") + "?avoidable__exact=1")
+    assert r.status_code == 200 and "0 questions" in text(r)
 
 
 def test_admin_change_pages(admin_client, waiting):

@@ -1,7 +1,9 @@
 """python manage.py sweep: `python -m agentcore table` / `sweep`, run through the dashboard.
 
 The same options and output as the CLI (`--format json` gives the same JSON), plus --timeout;
---crash-model, --fsync and --tracker-fault are stored with the sweep, as the launch form's are.
+the conditions (--crash-model, --fsync, --tracker-fault, --tool-faults, --person, --model, --seed:
+agentcore.cli.add_sweep_commands defines them for both) are stored with the sweep, as the launch
+form's are.
 The sweep is created by services.launch.sweep_create and stored; its chunks are run by Celery workers:
 ones already running (`make run`), or, with --workers N, N workers this command starts on the
 same database and broker and stops at the end. Without --workers it first asks (Celery's remote
@@ -71,8 +73,7 @@ class Command(BaseCommand):
         else:
             design = options["design"] + "".join(f"+{b}" for b in options["bug"])
             cfgs, runs = configs.configs_for([design], [options["tracker"]]), options["runs"]
-        conditions = {"crash_model": options["crash_model"], "fsync": _fsync(options["fsync"]),
-                      "tracker_fault": options["tracker_fault"]}
+        conditions = {name: options[name] for name in configs.Conditions._fields} | {"fsync": _fsync(options["fsync"])}
         if options["records"]:
             folder = os.path.dirname(os.path.abspath(options["records"]))
             if not os.path.isdir(folder):
