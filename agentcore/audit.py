@@ -45,6 +45,8 @@ from __future__ import annotations
 
 import heapq
 import json
+import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -56,6 +58,7 @@ from agentcore.designs import Design
 from agentcore.jobs import Call, Job, Tool
 from agentcore.limits import MAX_ATTEMPTS, MAX_SWEEP_DEPTH
 from agentcore.records import ScenarioRecord
+from agentcore.scenario import Played
 from agentcore.sweep import plan_chunks, run_chunks
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
@@ -223,6 +226,7 @@ class Witness:
     record: ScenarioRecord
     timeline: list[dict[str, Any]]
     link: str
+    needed: int = 0  # the events that show the loss: through the last job run with a crash or a loss
 
 
 @dataclass(slots=True)
@@ -310,16 +314,47 @@ def _witness(w: World, configs: list[Config], owners: list[tuple[Subject, Varian
              site: str) -> Witness:
     """The shortest timeline among the subject's candidates in world `w` (of those as short, the
     first swept)."""
-    best: tuple[tuple[int, int], int, ScenarioRecord, list[dict[str, Any]]] | None = None
+    best: tuple[tuple[int, int], int, ScenarioRecord, Played] | None = None
     for _, neg_seen, i, r in s.cells[w.name].candidates:
-        timeline = replay(configs[i], r.first_point, r.second_point).timeline or []
-        rank = (len(timeline), -neg_seen)
+        p = replay(configs[i], r.first_point, r.second_point)
+        rank = (len(p.timeline or []), -neg_seen)
         if best is None or rank < best[0]:
-            best = (rank, i, r, timeline)
+            best = (rank, i, r, p)
     assert best is not None
-    _, i, r, timeline = best
-    variant = owners[i][1].name
-    return Witness(w.name, variant, r, timeline, link(site, configs[i], variant, w, r.first_point, r.second_point))
+    _, i, r, p = best
+    cfg, variant, timeline = configs[i], owners[i][1].name, p.timeline or []
+    return Witness(w.name, variant, r, timeline, link(site, cfg, variant, w, r.first_point, r.second_point),
+                   needed(timeline, _loss_runs(cfg, p)))
+
+
+def _loss_runs(cfg: Config, p: Played) -> set[int]:
+    """The job runs (0-based) where a played scenario doubled or lost an effect; every run when
+    something else went wrong (a wrong effect, a denied call run, a stop), which the effects do
+    not place."""
+    if p.wrong or p.denied_ran or p.status != "done":
+        return set(range(cfg.runs))
+    seen: Counter[tuple[int, str]] = Counter((e["origin"][0], e["origin"][1]) for e in p.effects or [])
+    expected = set(cfg.expected)
+    return ({o[0] for o, n in seen.items() if n > 1 or o not in expected}
+            | {o[0] for o in expected if not seen[o]})
+
+
+def needed(timeline: list[dict[str, Any]], loss_runs: set[int]) -> int:
+    """How many of a timeline's events show its loss: through the last job run that crashed or
+    lost. A job run is told by the run ID its start names ("run-2", "run-2.p3": run 1, 0-based);
+    a run ID that names no number (a planted bug's) leaves the timeline whole."""
+    run, last, runs = 0, max(loss_runs, default=0), []
+    for e in timeline:
+        if e["kind"] == "start":
+            m = _RUN_ID.search(e["text"])
+            run = int(m.group(1)) - 1 if m else run
+        runs.append(run)
+        if e["kind"] == "crash":
+            last = max(last, run)
+    return sum(1 for r in runs if r <= last)
+
+
+_RUN_ID = re.compile(r"\brun run-(\d+)\b")
 
 
 def link(site: str, cfg: Config, variant: str, w: World, first: int, second: int | None) -> str:
@@ -360,10 +395,12 @@ def witness_lines(wit: Witness) -> list[str]:
                                                      (r.wrong, "wrong"), (r.denied_ran, "denied ran")) if n)
     status = "" if r.status == "done" else f", {r.status}"
     lines = [f"  witness ({wit.variant}): {where}: {counts}{status}; {len(wit.timeline)} events"]
-    shown = [e for e in wit.timeline if e["kind"] in _SHOWN and not e["text"].startswith("answer ")]
+    shown = [e for e in wit.timeline[:wit.needed] if e["kind"] in _SHOWN and not e["text"].startswith("answer ")]
     lines += [f"    {e['kind']}: {e['text']}" for e in shown[:WITNESS_LINES]]
     if len(shown) > WITNESS_LINES:
         lines.append(f"    ... {len(shown) - WITNESS_LINES} more")
+    if wit.needed < len(wit.timeline):
+        lines.append(f"    (then the later job runs, which lose nothing: {len(wit.timeline) - wit.needed} events)")
     lines.append(f"  {wit.link}")
     return lines
 
@@ -400,7 +437,7 @@ def to_dict(result: AuditResult) -> dict[str, Any]:
         if w is None:
             return None
         return {"world": w.world, "variant": w.variant, "record": w.record.to_dict(), "timeline": w.timeline,
-                "link": w.link}
+                "needed": w.needed, "link": w.link}
 
     return {
         "job": result.job.name, "depth": result.depth, "runs": RUNS, "kill": KILL_NOTE,

@@ -112,6 +112,9 @@ def test_the_witness_is_the_shortest_breaking_timeline():
     assert len(lengths) > audit.CANDIDATES  # the candidates were a choice
     assert len(wit.timeline) == min(lengths)
     assert wit.record.duplicates > 0 and [e for e in wit.timeline if e["kind"] == "crash"]
+    # printed up to the job run that doubled: the second, which loses nothing, is left out
+    assert wit.timeline[wit.needed]["text"].startswith("fresh run run-2")
+    assert [e for e in wit.timeline[:wit.needed] if e["kind"] == "crash"]
     assert wit.link == (f"http://x/witness/?job=triage&variant={wit.variant}&design=once-per-turn&tracker=keyed"
                         f"&runs=2&first={wit.record.first_point}")
 
@@ -140,6 +143,17 @@ def test_text_prints_a_verdict_with_its_witness_and_the_kill_note(capsys):
     assert "real loop, keyed tracker: safe\n" in out
     assert "save once per turn: broken by panic (" in out and "  witness (" in out
     assert "http://127.0.0.1:8000/witness/?job=triage&variant=" in out
+
+
+def test_the_witness_shows_every_job_run_up_to_the_last_that_crashed_or_lost():
+    timeline = [{"kind": "start", "text": "fresh run run-1 (process 1)"}, {"kind": "crash", "text": "c"},
+                {"kind": "start", "text": "resumed run run-1 at turn 0 (process 2)"},
+                {"kind": "start", "text": "fresh run run-2.p2 (process 2)"}, {"kind": "save", "text": "final"}]
+    assert audit.needed(timeline, {0}) == 3
+    assert audit.needed(timeline, {1}) == 5
+    assert audit.needed(timeline, set()) == 3  # the crash's run
+    # a run ID naming no job run (a planted bug's) keeps counting the run it was in
+    assert audit.needed([{"kind": "start", "text": "fresh run odd"}, {"kind": "save", "text": "x"}], set()) == 2
 
 
 @pytest.mark.parametrize("args, error", [
