@@ -35,7 +35,10 @@ Rules:
   losses listed), else the first world that breaks it, with a minimal witness: among the breaking
   scenarios of that world, the one with the shortest timeline. Only the CANDIDATES breaking
   scenarios that promise the shortest timeline (fewest model calls, asks, approvals, duplicates
-  and crashes: `_promise`) are replayed with their timelines, never all of them.
+  and crashes: `_promise`) are replayed with their timelines, never all of them. It prints
+  through the last job run that crashed or lost (`needed`), and links to the dashboard's page of
+  one scenario (`link`: /witness/ with the job, variant, design, tracker mode, runs, crash points
+  and the world's conditions).
 - Cost: once broken, a (design, tracker mode) is not swept under later worlds (its verdict is
   known); `every=True` (the Markdown table) sweeps every cell. Scenarios stream through: only
   counts and the witness candidates are kept.
