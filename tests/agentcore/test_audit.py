@@ -119,6 +119,17 @@ def test_the_witness_is_the_shortest_breaking_timeline():
                         f"&runs=2&first={wit.record.first_point}")
 
 
+def test_a_safe_verdict_names_its_expected_losses_and_the_table_counts_them():
+    s = audit.Subject(designs.get("loop"), "keyless", {"panic": audit.Cell(10),
+                                                        "person-adversarial": audit.Cell(10, expected=4)})
+    assert audit.verdict(s) == ("real loop, keyless tracker: safe; "
+                                "expected losses under person-adversarial (4 scenarios)")
+    assert [c.text for c in s.cells.values()] == ["safe", "safe (4 expected)"]
+    s.cells["panic"].breaks, s.broken = 3, "panic"
+    assert audit.verdict(s) == "real loop, keyless tracker: broken by panic (3 of 10 scenarios)"
+    assert s.cells["panic"].text == "3"
+
+
 def test_tool_fault_worlds_are_not_swept_for_a_design_without_a_flaky_tool():
     result = audit.audit(TRIAGE, [designs.get("loop")], ["keyed"], [audit.world("tool-faults-always")], depth=1)
     cell = result.subjects[0].cells["tool-faults-always"]
