@@ -8,8 +8,8 @@ ladder.py (settling unknown outcomes), designs.py (the designs compared), loop.p
 config.py (configurations and the chapter's table), state.py (a scenario's world and its durable
 state), scenario.py (playing one scenario), trackerfault.py (a tracker that can crash, in a
 scenario), chunks.py (a first point's scenarios, resume, replay), sweep.py (the sweep and its worker
-processes), records.py (the scenario record and table row), report.py (table formats), cli.py (the
-command line).
+processes), records.py (the scenario record and table row), report.py (table formats), audit.py
+(every design under every world model, with verdicts and witnesses), cli.py (the command line).
 """
 
 from agentcore.checkpoint import CheckpointError, FileCheckpoint

@@ -1,4 +1,4 @@
-"""The command line (python -m agentcore): the table, one sweep, or a key. Parses arguments, calls
+"""The command line (python -m agentcore): the table, one sweep, the audit, or a key. Parses arguments, calls
 the API, prints.
 
 Rules:
@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from agentcore import designs, faults, jobs, keys, report, sweep
+from agentcore import audit, designs, faults, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.jobs import JobError
@@ -131,6 +131,22 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
     sub = p.add_subparsers(dest="command", required=True)
     add_sweep_commands(sub)
+    a = sub.add_parser("audit", help="every design under every world model: one verdict each")
+    a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
+    a.add_argument("--design", action="append", default=[], metavar="D",
+                   help=f"a design (repeatable; default all: {', '.join(designs.DESIGNS)})")
+    a.add_argument("--bug", action="append", default=[], metavar="BUG", help="plant a bug in each design (tests)")
+    a.add_argument("--tracker", action="append", default=[], metavar="T",
+                   help=f"a tracker mode (repeatable; default all: {', '.join(MODES)})")
+    a.add_argument("--world", action="append", default=[], metavar="W",
+                   help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
+    a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
+    a.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
+                   help="crash once, or once and again (default 2)")
+    a.add_argument("--format", choices=audit.FORMATS, default="text",
+                   help="text or json: the verdicts (a broken design's later worlds are not swept); "
+                        "markdown: the table of every design under every world (every cell swept)")
+    a.add_argument("--site", default=audit.SITE, help=f"the dashboard the witness links go to (default {audit.SITE})")
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
     k.add_argument("call_id")
@@ -143,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "key":
             print(keys.key(args.run_id, args.call_id))
             return 0
+        if args.command == "audit":
+            return _audit(args)
         job = jobs.load(args.job)
         conditions = {c: getattr(args, c) for c in CONDITIONS} | {"fsync": args.fsync == "on"}
         if args.command == "table":
@@ -170,6 +188,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agentcore: interrupted", file=sys.stderr)
         return 130
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """The audit command: checks every name first (one-line errors), then audits and prints."""
+    chosen = [designs.get(d, tuple(args.bug)) for d in args.design or designs.DESIGNS]
+    for t in args.tracker:
+        if t not in MODES:
+            raise ValueError(f"unknown tracker mode {t!r} (choose from {', '.join(MODES)})")
+    worlds = [audit.world(w) for w in args.world] if args.world else list(audit.WORLDS)
+    job = jobs.load(args.job)
+    shown: list[Progress] = []
+
+    def progress(world: str) -> Callable[[int, int], None]:
+        if shown:
+            shown[-1].close()
+        shown.append(Progress(f"auditing under {world}"))
+        return shown[-1]
+
+    start = time.monotonic()
+    try:
+        result = audit.audit(job, chosen, args.tracker or MODES, worlds, args.depth, args.workers,
+                             every=args.format == "markdown", site=args.site, progress=progress)
+    finally:
+        if shown:
+            shown[-1].close()
+    sys.stdout.write(audit.render(result, args.format))
+    print(f"audit: {result.scenarios} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
+    return 0
 
 
 def _check_writable(path: str) -> None:
