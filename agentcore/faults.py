@@ -41,7 +41,7 @@ def chance(*parts: object) -> float:
 
 def _number(spec: str, prefix: str, low: int, high: int) -> int:
     text = spec[len(prefix):]
-    if not text.isdigit() or not low <= int(text) <= high:
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
         raise ValueError(f"{spec!r}: N must be a whole number from {low} to {high}")
     return int(text)
 
