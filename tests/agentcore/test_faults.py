@@ -33,7 +33,8 @@ def test_tracker_fault_spellings(spec, parsed):
     (faults.person_faults, "deny:1.5", "P must be a probability"), (faults.person_faults, "deny:nan", "probability"),
     (faults.person_faults, "liar", "truthful, deny:P"), (faults.model, "smart", "fixed, fresh-ids, fickle"),
     (faults.tracker_fault, "ttl:0", "N must be a whole number from 1"), (faults.tracker_fault, "flaky", "ttl:N"),
-    (faults.tracker_fault, "ttl:\u0665", "N must be a whole number"), (faults.tracker_fault, "ttl:\u00b2", "whole number"),
+    (faults.tracker_fault, "ttl:\u0665", "N must be a whole number"),
+    (faults.tracker_fault, "ttl:\u00b2", "N must be a whole number"),
 ])
 def test_a_bad_spelling_is_a_value_error_that_lists_the_choices(parse, spec, message):
     with pytest.raises(ValueError, match=message):
