@@ -14,13 +14,14 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from agentcore.audit import VARIANTS
 from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
 from agentcore.faults import MODELS
-from agentcore.jobs import JobError, parse
+from agentcore.jobs import BUILTIN, JobError, parse
 from agentcore.world import MODES
-from sweeps.configs import builtin_job_source, clean_spelled
+from sweeps.configs import Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS
@@ -337,3 +338,45 @@ class AnswerForm(forms.Form):
     happened = forms.TypedChoiceField(choices=[("yes", "it happened"), ("no", "it did not happen")],
                                       coerce=lambda v: v == "yes")
     next = forms.CharField(required=False, max_length=MAX_URL_CHARS)
+
+
+class WitnessForm(forms.Form):
+    """One scenario of the audit (agentcore.audit.link's parameters): a built-in job or one of its
+    variants, a design (with planted bugs, "loop+reuse_run_id"), a tracker mode, job runs, the crash
+    points, and the world's conditions (the command line's spellings; fsync on or off)."""
+
+    job = forms.ChoiceField(choices=[(j, j) for j in BUILTIN])
+    variant = forms.ChoiceField(choices=[(v, v) for v in VARIANTS], required=False)
+    design = forms.CharField(max_length=200)
+    tracker = forms.ChoiceField(choices=[(m, m) for m in MODES])
+    runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, required=False)
+    first = forms.IntegerField(min_value=1)
+    second = forms.IntegerField(min_value=1, required=False)
+    crash_model = forms.CharField(max_length=CONDITION_CHARS, required=False)
+    fsync = forms.ChoiceField(choices=[("on", "on"), ("off", "off")], required=False)
+    tracker_fault = forms.CharField(max_length=CONDITION_CHARS, required=False)
+    tool_faults = forms.CharField(max_length=CONDITION_CHARS, required=False)
+    person_faults = forms.CharField(max_length=CONDITION_CHARS, required=False)
+    model = forms.CharField(max_length=CONDITION_CHARS, required=False)
+    seed = forms.IntegerField(min_value=0, max_value=MAX_SEED, required=False)
+
+    def clean_design(self) -> str:
+        name = self.cleaned_data["design"]
+        try:
+            design(name)
+        except ValueError as e:
+            raise forms.ValidationError(str(e)) from None
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        given = {c: data.get(c) for c in Conditions._fields if data.get(c) not in (None, "")}
+        if "fsync" in given:
+            given["fsync"] = given["fsync"] == "on"
+        try:
+            data["conditions"] = clean_conditions(**(Conditions()._asdict() | given))
+        except ValidationError as e:
+            raise forms.ValidationError(e.messages) from None
+        data["variant"] = data.get("variant") or "job"
+        data["runs"] = data.get("runs") or 1
+        return data

@@ -22,6 +22,7 @@ urlpatterns = [
     path("scenarios/<int:scenario_id>/", scenarios.scenario_detail, name="scenario"),
     path("questions/", questions.question_list, name="questions"),
     path("questions/<int:question_id>/answer/", questions.question_answer, name="answer"),
+    path("witness/", scenarios.witness, name="witness"),
     path("compare/", compare.compare, name="compare"),
     path("compare/export.csv", compare.compare_export, name="compare_export"),
 ]

@@ -1,4 +1,5 @@
-"""Heatmaps, the scenario list and a scenario's timeline."""
+"""Heatmaps, the scenario list, a scenario's timeline, and an audit's witness scenario (played
+again from its parameters: agentcore.audit links to it)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from sweeps import charts, limits, selectors
+from sweeps import charts, limits, replay, selectors
 from sweeps.forms import (
     HeatmapForm,
+    WitnessForm,
 )
 from sweeps.models import Scenario
 from sweeps.services import timelines
@@ -121,6 +123,19 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     if not _list_of_dicts(effects):
         error = error or f"scenario {scenario.pk}: the stored tracker records are corrupt (not a list of effects)"
         effects = []
+    shown = _timeline_context(timeline, effects)
+    cfgs = scenario.sweep.configs
+    return render(request, "sweeps/scenario_detail.html", {
+        "sweep": scenario.sweep, "scenario": scenario, "error": error, **shown,
+        "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
+        "questions": scenario.questions.select_related("answered_by").defer("durable"),
+        "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
+    })
+
+
+def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, Any]]) -> dict[str, Any]:
+    """A timeline and the tracker's effects as the timeline's template shows them: numbered events
+    (crashes counted, the ones that made a duplicate marked), effect rows, and the lanes' picture."""
     counts: dict[str, int] = {}
     for e in effects:
         key = json.dumps(e.get("origin"))
@@ -138,11 +153,24 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
             crashes += 1
         events.append({"n": n, "kind": kind, "text": ev.get("text", ""), "crash_no": crashes if kind == "crash" else 0,
                        "duplicate": n in dup_events})
-    cfgs = scenario.sweep.configs
-    return render(request, "sweeps/scenario_detail.html", {
-        "sweep": scenario.sweep, "scenario": scenario, "events": events, "error": error, "effects": effect_rows,
-        "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
-        "questions": scenario.questions.select_related("answered_by").defer("durable"),
-        "lanes": lanes if events else None,
-        "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
+    return {"events": events, "effects": effect_rows, "lanes": lanes if events else None}
+
+
+@require_safe
+@read_access
+def witness(request: HttpRequest) -> HttpResponse:
+    """One scenario of `python -m agentcore audit` (agentcore.audit.link's parameters), played again
+    with agentcore: sweeps are deterministic, so nothing needs to be stored to show it."""
+    form = WitnessForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    d = form.cleaned_data
+    try:
+        cfg, played = replay.witness_replay(d["job"], d["variant"], d["design"], d["tracker"], d["runs"], d["first"],
+                                            d["second"], d["conditions"])
+    except ValueError as e:
+        return bad_request(request, str(e))
+    return render(request, "sweeps/witness.html", {
+        "cfg": cfg, "played": played, "d": d, "conditions": cfg.conditions, "error": "",
+        **_timeline_context(played.timeline or [], played.effects or []),
     })

@@ -1,0 +1,74 @@
+"""The audit's witness page: one scenario of `python -m agentcore audit`, played again from the
+parameters of the link the audit prints (agentcore.audit.link)."""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from django.test import Client
+
+from agentcore import audit, designs, jobs
+from agentcore.sweep import Config, replay
+
+TRIAGE = jobs.load("triage")
+
+
+def _get(client: Client, url: str):
+    parts = urlsplit(url)
+    return client.get(parts.path, dict(parse_qsl(parts.query)))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("world,second", [("panic", None), ("person-wrong:0.3", 3), ("model-fresh-ids", 5)])
+def test_the_audit_s_link_opens_the_scenario_it_names(client, world, second):
+    w = audit.world(world)
+    cfg = Config(TRIAGE, designs.get("once-per-turn"), "keyless", 2, **w.conditions)
+    url = audit.link("http://127.0.0.1:8000", cfg, "job", w, 4, second)
+    r = _get(client, url)
+    assert r.status_code == 200
+    played = replay(cfg, 4, second)
+    page = html.unescape(r.content.decode())
+    assert f'<strong id="dups">{played.duplicates}</strong>' in page
+    assert f'<strong id="missing">{played.missing}</strong>' in page
+    crashes = [e for e in played.timeline if e["kind"] == "crash"]
+    assert page.count('class="ev-crash') == len(crashes) == (1 if second is None else 2)
+    assert cfg.conditions in page
+
+
+@pytest.mark.django_db
+def test_a_variant_s_witness_plays_the_variant(client):
+    made, _ = audit.variants(TRIAGE)
+    job = next(v.job for v in made if v.name == "no-key")
+    cfg = Config(job, designs.get("keys"), "keyed", 2)
+    r = client.get("/witness/", {"job": "triage", "variant": "no-key", "design": "keys", "tracker": "keyed",
+                                 "runs": 2, "first": 6})
+    assert r.status_code == 200
+    assert f'<strong id="dups">{replay(cfg, 6).duplicates}</strong>' in r.content.decode()
+    assert "no-key" in r.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("params,message", [
+    ({"design": "nope"}, "unknown design"),
+    ({"design": "loop+nobug"}, "unknown bug"),
+    ({"tracker_fault": "ttl:0"}, "N must be a whole number"),
+    ({"first": 999}, "crash points, not 999"),
+    ({"second": 999}, "reaches"),
+    ({"variant": "sideways"}, "variant"),
+    ({"job": "other"}, "job"),
+    ({"first": "x"}, "first"),
+])
+def test_bad_parameters_are_a_400_that_says_what_is_wrong(client, params, message):
+    query = {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3} | params
+    r = client.get("/witness/", query)
+    assert r.status_code == 400
+    assert message in html.unescape(r.content.decode())
+
+
+@pytest.mark.django_db
+def test_the_witness_follows_the_site_s_read_access(client, settings):
+    settings.SWEEPSITE_PUBLIC_READ = False
+    r = client.get("/witness/", {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3})
+    assert r.status_code == 302 and "/accounts/login/" in r["Location"]
