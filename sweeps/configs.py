@@ -45,6 +45,12 @@ def table_configs_for() -> list[dict[str, str]]:
     return [{"name": name, "design": d, "tracker": t} for name, d, t in agentsweep.TABLE]
 
 
+def audit_configs_for() -> list[dict[str, str]]:
+    """What `python -m agentcore audit` sweeps under each world model: every design with every tracker
+    mode (the launch form's audit preset; the job variants are the command line's)."""
+    return configs_for(list(designs.DESIGNS), list(MODES))
+
+
 def configs_for(design_names: list[str], trackers: list[str]) -> list[dict[str, str]]:
     """Every design with every tracker mode, named as the chapter's table names the pair ("real loop,
     keyless tracker"), or like "loop, lookup tracker" for a pair the table has not."""

@@ -106,6 +106,9 @@ class LaunchForm(forms.Form):
                                help_text=f"JSON, at most {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
     preset = forms.ChoiceField(
         choices=[("table", "the chapter's table (11 configurations)"),
+                 ("audit", f"the audit: every design × every tracker mode ({len(DESIGNS) * len(MODES)} "
+                           "configurations), as python -m agentcore audit sweeps them under one world model: the "
+                           "world chosen below (the audit runs 2 job runs in sequence: set runs to 2)"),
                  ("custom", "the designs × tracker modes chosen below")],
         initial="table", widget=forms.RadioSelect)
     designs = forms.MultipleChoiceField(choices=[(d.name, f"{d.name} ({d.title})") for d in DESIGNS.values()],

@@ -66,6 +66,8 @@ def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
     """The configurations a valid launch form asks for."""
     if data["preset"] == "table":
         return configs.table_configs_for()
+    if data["preset"] == "audit":
+        return configs.audit_configs_for()
     return configs.configs_for(data["designs"], data["trackers"])
 
 

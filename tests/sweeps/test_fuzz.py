@@ -186,8 +186,10 @@ PERSON_FAULTS = ["truthful", "adversarial", "deny:0", "deny:1", "wrong:1"]
 # Each field: (strategy of valid values, strategy of spoiled values as (value, valid)).
 FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[tuple[Any, bool | None]]]] = {
     "job": (st.sampled_from(["triage", "upload"]), spoiled(["", "x", "upload ", "TRIAGE"], ["triage", "upload"])),
-    # Mostly small custom sweeps: the table preset plans 11 configurations (~50 ms a launch).
-    "preset": (st.sampled_from(["custom", "custom", "custom", "table"]), spoiled(["", "all"], ["table", "custom"])),
+    # Mostly small custom sweeps: the table preset plans 11 configurations (~50 ms a launch), the
+    # audit preset 24 (every design with every tracker mode).
+    "preset": (st.sampled_from(["custom"] * 9 + ["table"] * 3 + ["audit"]),
+               spoiled(["", "all", "Audit"], ["table", "audit", "custom"])),
     "designs": (st.lists(st.sampled_from(list(DESIGNS)), min_size=1, max_size=2, unique=True),
                 spoiled_choices(list(DESIGNS), ["nope", "loop+reuse_run_id", ""])),
     "trackers": (st.lists(st.sampled_from(list(MODES)), min_size=1, max_size=2, unique=True),
@@ -255,6 +257,8 @@ def launch_posts(draw: st.DrawFn) -> tuple[dict[str, Any], bytes | None, bool | 
         flags.append(False)  # a file sent with the built-in job selected is an error, never ignored
     data.update(draw(st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=8), max_size=2).filter(
         lambda d: not set(d) & {*data, "job_file"})))  # unknown fields are ignored
+    if data["preset"] == "audit" and str(data["runs"]).strip() not in ("1", "2"):
+        flags.append(None)  # every design with every tracker mode: from 5 runs it passes MAX_CHUNKS
     big = data["preset"] == "table" or str(data["runs"]).strip() not in ("1", "2")
     if (data["crash_model"], data["fsync"]) == ("power-cut", "off") and big:
         # A power cut's states make first points (538 for a configuration of 2 runs): the table, or

@@ -21,8 +21,10 @@ from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from agentcore.designs import DESIGNS
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
+from agentcore.world import MODES
 from sweeps import exports, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
@@ -143,6 +145,15 @@ def test_launch_table_preset_creates_the_chapter_sweep(auth, user):
     sweep = Sweep.objects.get()
     assert r.status_code == 302 and r["Location"] == reverse("sweeps:detail", args=[sweep.pk])
     assert len(sweep.configs) == 11 and sweep.created_by == user and sweep.total_chunks > 0
+
+
+def test_launch_audit_preset_sweeps_every_design_with_every_tracker_mode_in_the_world_chosen(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(preset="audit", runs="2", depth="1", model="fresh-ids"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and sweep.runs == 2 and sweep.model == "fresh-ids"
+    assert [(c["design"], c["tracker"]) for c in sweep.configs] == [
+        (d, t) for d in DESIGNS for t in MODES]
+    assert sweep.configs[0]["name"] == "save once per turn"  # the chapter's names where it has them
 
 
 def test_launch_stores_the_conditions_chosen(auth):
