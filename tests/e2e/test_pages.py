@@ -92,9 +92,10 @@ def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
     expect(line.locator("td").first).to_have_text(both)
     values = line.locator("td.num")
     want = [*rows_a[both].values(), *rows_b[both].values()]
-    assert [int(t.split()[0].replace("+", "")) for t in values.all_inner_texts()[:7]] == want[:7]
+    n = len(COLUMNS)  # each side's cells
+    assert [int(t.split()[0].replace("+", "")) for t in values.all_inner_texts()[:n]] == want[:n]
     for i, (va, vb) in enumerate(zip(rows_a[both].values(), rows_b[both].values(), strict=True)):
-        for cell in (values.nth(i), values.nth(7 + i)):
+        for cell in (values.nth(i), values.nth(n + i)):
             if va != vb:
                 expect(cell).to_have_class(re.compile(r"\bdiff\b"))
             else:
