@@ -206,6 +206,6 @@ class World:
         """(duplicates, missing, denied_ran) as agentcore.records defines them: the gated calls the
         person denies should make no effect, so they are never missing, and each one that made an
         effect ran although denied."""
-        denied = frozenset(o for o in cfg.expected if cfg.design.approval and self.person.denies(o))
+        denied = frozenset(o for o in cfg.expected if self.person.denies(o)) if cfg.design.approval else frozenset()
         dups, missing = self.tracker.tally(cfg.expected, denied)
         return dups, missing, self.tracker.made(denied)

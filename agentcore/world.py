@@ -295,8 +295,9 @@ class ToolServer:
         return self.tracker.request(tool.op, args, key, origin, hook, detail)
 
     def give_up(self, origin: Origin) -> None:
-        """The loop gave up on this call (stopped, or moved on without its result)."""
-        self.given_up[origin] += 1
+        """The loop gave up on this call (stopped, or moved on without its result); counted by the
+        job call it stands for, as its attempts are (a fresh provider ID is the same call)."""
+        self.given_up[job_origin(origin)] += 1
 
 
 class Person(Protocol):

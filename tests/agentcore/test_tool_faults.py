@@ -252,3 +252,10 @@ def test_a_queue_sweep_answered_truthfully_is_the_scripted_sweep_through_give_up
     scripted = sweep([cfg], depth=depth, collect=True).records[0]
     queued, _ = _queue_sweep_answered_truthfully(cfg, depth)
     assert any(r.gave_up for r in scripted) and _comparable(queued) == _comparable(scripted)
+
+
+def test_a_give_up_is_counted_by_the_job_call_a_fresh_provider_id_stands_for():
+    server = ToolServer(Tracker("keyed"), TRIAGE, 1)
+    server.give_up((0, "call_1~2"))
+    server.give_up((0, "call_1"))
+    assert server.given_up == {(0, "call_1"): 2}
