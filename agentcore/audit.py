@@ -24,7 +24,10 @@ Rules:
   run effect, and not "corrupt"); else an "expected" loss where the world makes it unavoidable and
   the design reports rather than hides it; else a "break". Expected losses, by world (`excuse`):
   tool faults (the tool does not recover within MAX_ATTEMPTS attempts, or never): effects missing
-  where the loop gave up (gave_up > 0), with nothing doubled or wrong; a wrong or lying person
+  in a scenario that ended "failed" (the loop gave up on a call more often than the restarts allow:
+  the tool never recovered), with nothing doubled or wrong. A scenario that gave up and still ended
+  "done" had a tool that recovered: a restart must then make every effect, so its missing ones are a
+  break (a loop that skips a given-up call and moves on, the planted bug skip_given_up); a wrong or lying person
   (wrong:P, adversarial): any double, loss or wrong effect of a scenario that asked the person
   (the ladder asks only when no key and no lookup can settle the call: there was nothing to check
   the lie against); power-cut without fsync: doubles, losses and corrupt checkpoints (the store did
@@ -186,7 +189,7 @@ def judge(r: ScenarioRecord, w: World) -> str:
         return OK
     if r.denied_ran:
         return BREAK
-    if w.excuse == "tool" and r.gave_up and not (r.duplicates or r.wrong or r.status == "corrupt"):
+    if w.excuse == "tool" and r.gave_up and r.status == "failed" and not (r.duplicates or r.wrong):
         return EXPECTED
     if w.excuse == "person" and r.asks and r.status != "corrupt":
         return EXPECTED

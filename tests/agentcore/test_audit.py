@@ -74,6 +74,7 @@ def test_a_scenario_is_ok_an_expected_loss_or_a_break():
     # a tool that never recovers: missing where the loop gave up, never a double
     assert judge(_record(missing=1, gave_up=1, status="failed"), tool) == EXPECTED
     assert judge(_record(missing=1, status="failed"), tool) == BREAK
+    assert judge(_record(missing=1, gave_up=1), tool) == BREAK  # done: the tool recovered, the call was skipped
     assert judge(_record(duplicates=1, gave_up=1), tool) == BREAK
     # an unsynced disk loses checkpoints, never makes an effect wrong; a denied call that ran is never excused
     assert judge(_record(duplicates=2, missing=1, status="corrupt"), fsync) == EXPECTED
@@ -179,3 +180,13 @@ def test_cli_errors_are_one_line_and_exit_2(capsys, args, error):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("agentcore: error: ") and error in err[0]
 
+
+
+def test_a_call_given_up_and_skipped_breaks_where_the_tool_recovers_on_a_tracker_that_cannot_tell():
+    # keyless: nothing makes the skip show as a wrong effect, only the missing effect of a run that ended "done"
+    tool = audit.world(f"tool-faults-k:{audit.MAX_ATTEMPTS + 1}")
+    bug, sound = designs.get("tool-fails", ("skip_given_up",)), designs.get("tool-fails")
+    result = audit.audit(TRIAGE, [bug, sound], ["keyless"], [tool], depth=1)
+    skipped, correct = result.subjects
+    assert skipped.broken == tool.name and skipped.cells[tool.name].breaks > 0
+    assert correct.broken == "" and correct.cells[tool.name].expected == 0
