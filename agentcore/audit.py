@@ -30,7 +30,9 @@ Rules:
   break (a loop that skips a given-up call and moves on, the planted bug skip_given_up); a wrong or lying person
   (wrong:P, adversarial): any double, loss or wrong effect of a scenario that asked the person
   (the ladder asks only when no key and no lookup can settle the call: there was nothing to check
-  the lie against); power-cut without fsync: doubles, losses and corrupt checkpoints (the store did
+  the lie against; the record does not say whether an answer was a lie, so a scenario whose answers
+  all happened to be true is excused too: a loss with a truthful person is caught in the worlds
+  where the person is truthful, which every design is swept under first); power-cut without fsync: doubles, losses and corrupt checkpoints (the store did
   not sync: the chapter's advice is to sync, and no design survives a disk that keeps no write), but
   not wrong effects. A denied call that ran is always a break.
 - A verdict per (design, tracker mode): worlds in WORLDS' order, each swept at `depth` with RUNS
