@@ -27,14 +27,15 @@ Rules:
   in a scenario that ended "failed" (the loop gave up on a call more often than the restarts allow:
   the tool never recovered), with nothing doubled or wrong. A scenario that gave up and still ended
   "done" had a tool that recovered: a restart must then make every effect, so its missing ones are a
-  break (a loop that skips a given-up call and moves on, the planted bug skip_given_up); a wrong or lying person
-  (wrong:P, adversarial): any double, loss or wrong effect of a scenario that asked the person
-  (the ladder asks only when no key and no lookup can settle the call: there was nothing to check
-  the lie against; the record does not say whether an answer was a lie, so a scenario whose answers
-  all happened to be true is excused too: a loss with a truthful person is caught in the worlds
-  where the person is truthful, which every design is swept under first); power-cut without fsync: doubles, losses and corrupt checkpoints (the store did
-  not sync: the chapter's advice is to sync, and no design survives a disk that keeps no write), but
-  not wrong effects. A denied call that ran is always a break.
+  break (a loop that skips a given-up call and moves on, the planted bug skip_given_up); a wrong
+  or lying person (wrong:P, adversarial): any double, loss or wrong effect of a scenario that
+  asked the person (the ladder asks only when no key and no lookup can settle the call: there was
+  nothing to check the lie against; the record does not say whether an answer was a lie, so a
+  scenario whose answers all happened to be true is excused too: a loss with a truthful person is
+  caught in the worlds where the person is truthful, which every design is swept under first);
+  power-cut without fsync: doubles, losses and corrupt checkpoints (the store did not sync: the
+  chapter's advice is to sync, and no design survives a disk that keeps no write), but not wrong
+  effects. A denied call that ran is always a break.
 - A verdict per (design, tracker mode): worlds in WORLDS' order, each swept at `depth` with RUNS
   (2) job runs in sequence, on every variant; "safe" if no world breaks it (with its expected
   losses listed), else the first world that breaks it, with a minimal witness: among the breaking
