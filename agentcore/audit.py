@@ -8,7 +8,7 @@ Rules:
   errs (wrong:0.3) or lies (adversarial), a model that renames its calls (fresh-ids) or changes
   its mind (fickle, seed 0). The kill crash model is left out: tests/agentcore/test_crash_models.py
   proves its records equal panic's, and it costs about 20 times as much.
-- TTL is MAX_SWEEP_DEPTH + 1 (3): the shortest time a tracker may keep keys under the chapter's
+- TTL is DEFAULT_SWEEP_DEPTH + 1 (3): the shortest time a tracker may keep keys under the chapter's
   advice at depth 2. The loop repeats a key only in the retries right after its crashes (at most
   one per crash) and, with a flaky tool, after the failed first attempt: a shorter TTL is a tracker
   that forgets a key inside the retry window, which no loop can survive and the advice rules out.
@@ -67,13 +67,13 @@ from agentcore.chunks import replay
 from agentcore.config import CONDITIONS, Config, config_name
 from agentcore.designs import Design
 from agentcore.jobs import Call, Job, Tool
-from agentcore.limits import MAX_ATTEMPTS, MAX_SWEEP_DEPTH
+from agentcore.limits import DEFAULT_SWEEP_DEPTH, MAX_ATTEMPTS
 from agentcore.records import ScenarioRecord
 from agentcore.scenario import Played
 from agentcore.sweep import plan_chunks, run_chunks
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
-TTL = MAX_SWEEP_DEPTH + 1
+TTL = DEFAULT_SWEEP_DEPTH + 1
 CANDIDATES = 16  # breaking scenarios replayed per broken (design, tracker mode) to find the shortest
 OK, EXPECTED, BREAK = "ok", "expected", "break"
 SITE = "http://127.0.0.1:8000"
@@ -267,7 +267,7 @@ class AuditResult:
 
 
 def audit(job: Job, designs: Sequence[Design], trackers: Sequence[str], worlds: Sequence[World] = WORLDS,
-          depth: int = MAX_SWEEP_DEPTH, workers: int = 1, every: bool = False, site: str = SITE,
+          depth: int = DEFAULT_SWEEP_DEPTH, workers: int = 1, every: bool = False, site: str = SITE,
           progress: Callable[[str], Callable[[int, int], None]] | None = None) -> AuditResult:
     """Audit each design with each tracker mode on `job` and its variants under `worlds` (the
     module's rules). `every`: sweep every cell, also past a (design, tracker mode)'s first break.

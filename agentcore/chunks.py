@@ -1,14 +1,19 @@
-"""Chunks: one first crash point of one configuration, its once scenario and its twice scenarios.
+"""Chunks: one first crash point of one configuration, its once, twice (and thrice) scenarios.
 
 Rules:
 - The uninterrupted run lists the first points. For each first point p: the once scenario crashes
   at p and runs the restart to the end, listing the restart's points; at depth 2, for each of those
-  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end.
+  points q, a twice scenario crashes at p, then at q of the restart, then runs to the end; at depth
+  3, for each point r of that second restart, a thrice scenario crashes at r too.
 - A twice scenario does not replay the crashed run: it starts its last process from the durable
   state the once scenario's restart noted at q. A test checks this against crashing a full replay
   at (p, q), scenario by scenario. The exception: a second point q where the tracker crashes
   (agentcore.trackerfault) is no restart from a noted state, so that twice scenario is played in
-  full, crashed at p and at q, with the answers given by q.
+  full, crashed at p and at q, with the answers given by q. A thrice scenario starts from the
+  state the twice scenario's restart noted at r, in the same way.
+- Where agentcore.merge allows it (and `merge` is on), a chunk plays the run to p, then the restarts
+  of the distinct states the crashes leave, once each per worker process (agentcore.merge): the
+  same records, fewer plays (`ChunkResult.explored`).
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
@@ -20,7 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentcore import merge as merging
 from agentcore.config import Config
+from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord
 from agentcore.scenario import Options, Played, play
 from agentcore.state import Durable
@@ -29,16 +36,25 @@ from agentcore.trackerfault import full_play
 Point = tuple[int, str, str]  # a crash point: number (1-based), kind, label
 
 
-def _record(cfg: Config, p: Played, first: Point, second: Point | None) -> ScenarioRecord:
+def _record(cfg: Config, p: Played, first: Point, second: Point | None, third: Point | None = None) -> ScenarioRecord:
+    return _new_record(cfg, merging.outcome(p, (0, 0, 0, 0)), (0, 0, 0, 0), first, second, third, p.timeline, p.effects)
+
+
+def _new_record(cfg: Config, o: merging.Outcome, base: merging.Counters, first: Point, second: Point | None,
+                third: Point | None, timeline: list[dict[str, Any]] | None = None,
+                effects: list[dict[str, Any]] | None = None) -> ScenarioRecord:
+    asks, avoidable, approvals, model_calls = merging.plus(base, o.added)
     return ScenarioRecord(
         job=cfg.job.name, design=cfg.design.name, tracker=cfg.tracker, runs=cfg.runs,
         first_point=first[0], first_kind=first[1], first_label=first[2],
         second_point=second[0] if second else None, second_kind=second[1] if second else None,
         second_label=second[2] if second else None,
-        duplicates=p.duplicates, missing=p.missing, wrong=p.wrong, gave_up=p.gave_up, denied_ran=p.denied_ran,
-        asks=p.asks, avoidable=p.avoidable, approvals=p.approvals,
-        model_calls=p.model_calls, calls_plus=p.model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
-        status=p.status, timeline=p.timeline, effects=p.effects,
+        duplicates=o.duplicates, missing=o.missing, wrong=o.wrong, gave_up=o.gave_up, denied_ran=o.denied_ran,
+        asks=asks, avoidable=avoidable, approvals=approvals,
+        model_calls=model_calls, calls_plus=model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
+        status=o.status, timeline=timeline, effects=effects,
+        third_point=third[0] if third else None, third_kind=third[1] if third else None,
+        third_label=third[2] if third else None,
     )
 
 
@@ -77,45 +93,85 @@ class ChunkResult:
     saves: int
     # per waiting scenario (in records order): its question and durable state
     waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    explored: int = 0  # scenario plays: the records less those agentcore.merge rebuilt from a tree
 
 
-def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False) -> ChunkResult:
+def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False,
+              merge: bool = True) -> ChunkResult:
+    if depth not in SWEEP_DEPTHS:
+        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     first = (chunk.first, chunk.kind, chunk.label)
     later = chunk.second_from > 0
     if later and depth != 2:
         raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
+    if depth == 3 and cfg.person != "scripted":
+        raise ValueError("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
+    if merge and not later and not chunk.answers and merging.mergeable(cfg, collect):
+        return _merged(cfg, chunk, depth, workdir)
     # A later chunk plays its once scenario again (its record is stored already) only to note the
     # states of its restart's points (with the timeline so far, when collecting).
-    once = play(cfg, (chunk.first,), Options(points=depth == 2, timeline=collect, notes=depth == 2), workdir,
+    deeper = depth >= 2
+    once = play(cfg, (chunk.first,), Options(points=deeper, timeline=collect, notes=deeper), workdir,
                 answers=chunk.answers)
     out = ChunkResult(chunk.config, chunk.first, [], 0)
     if not later:
         out.records.append(_record(cfg, once, first, None))
         out.saves = once.saves
         _keep_waiting(out, once)
-    if depth == 2 and once.restarts is not None:
+    if deeper and once.restarts is not None:
         restart = once.processes[1].points
         assert restart is not None
         lo, hi = (chunk.second_from, chunk.second_to) if later else (1, len(restart))
         if hi > len(restart):
             raise ValueError(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
                              f"with these answers, not {hi}")
-        opts = Options(timeline=collect)
+        opts = Options(timeline=collect, points=depth == 3, notes=depth == 3)
         for q in range(lo, hi + 1):
             (kind, label), state = restart[q - 1], once.restarts[q - 1]
-            twice = _twice(cfg, chunk.first, q, kind, state, opts, workdir)
+            twice = _twice(cfg, (chunk.first, q), kind, state, opts, workdir)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
             _keep_waiting(out, twice)
+            if depth == 3 and twice.restarts is not None:
+                again = twice.processes[-1].points
+                assert again is not None
+                for r, ((kind3, label3), note) in enumerate(zip(again, twice.restarts, strict=True), 1):
+                    thrice = _twice(cfg, (chunk.first, q, r), kind3, note, Options(timeline=collect), workdir)
+                    out.records.append(_record(cfg, thrice, first, (q, kind, label), (r, kind3, label3)))
+                    out.saves += thrice.saves
+    out.explored = len(out.records)
     return out
 
 
-def _twice(cfg: Config, first: int, q: int, kind: str, note: Durable, options: Options, workdir: str | None,
+def _merged(cfg: Config, chunk: Chunk, depth: int, workdir: str | None) -> ChunkResult:
+    """run_chunk's records, from agentcore.merge's trees: the run to the first point, then the tree
+    of the state the crash there leaves."""
+    m = merging.memo(cfg)
+    before = m.explored
+    state, saves = m.first(chunk.first, workdir)
+    tree = merging.explore(m, state, depth - 1, workdir)
+    first = (chunk.first, chunk.kind, chunk.label)
+    base = merging.counters(state)
+    out = ChunkResult(chunk.config, chunk.first, [_new_record(cfg, tree.outcome, base, first, None, None)],
+                      saves + tree.outcome.saves)
+    for q, (kind, label, added, twice) in enumerate(tree.children, 1):
+        at_q = merging.plus(base, added)
+        out.records.append(_new_record(cfg, twice.outcome, at_q, first, (q, kind, label), None))
+        out.saves += twice.outcome.saves
+        for r, (kind3, label3, added3, thrice) in enumerate(twice.children, 1):
+            out.records.append(_new_record(cfg, thrice.outcome, merging.plus(at_q, added3), first, (q, kind, label),
+                                           (r, kind3, label3)))
+            out.saves += thrice.outcome.saves
+    out.explored = m.explored - before
+    return out
+
+
+def _twice(cfg: Config, plan: tuple[int, ...], kind: str, note: Durable, options: Options, workdir: str | None,
            answers: dict[str, bool] | None = None) -> Played:
-    """The twice scenario crashed at `first`, then at `q` (of `kind`) of the restart, whose state
-    there is `note`: played from the note, or in full when the crash at q is the tracker's."""
+    """The scenario crashed at the points of `plan`, the last (of `kind`) in the restart whose
+    state there is `note`: played from the note, or in full when the crash there is the tracker's."""
     if full_play(kind):
-        return play(cfg, (first, q), options, workdir, answers={**note.answers, **(answers or {})})
+        return play(cfg, plan, options, workdir, answers={**note.answers, **(answers or {})})
     return play(cfg, (), options, workdir, start=note, answers=answers)
 
 
@@ -171,5 +227,5 @@ def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str
                          f"answers, not {second}")
     restart = once.processes[1].points
     assert restart is not None
-    return _twice(cfg, first, second, restart[second - 1][0], notes[second - 1], Options(timeline=True), None,
+    return _twice(cfg, (first, second), restart[second - 1][0], notes[second - 1], Options(timeline=True), None,
                   answers)

@@ -21,7 +21,7 @@ from agentcore import audit, designs, faults, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.jobs import JobError
-from agentcore.limits import MAX_SWEEP_DEPTH, SWEEP_DEPTHS
+from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.world import MODES
 
 
@@ -94,8 +94,8 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--format", choices=report.FORMATS, default="text")
         s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
-        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
-                       help="crash once, or once and again")
+        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
+                       help="crash once, once and again in the restart (default), or in the second restart too")
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
         s.add_argument("--crash-model", choices=CRASH_MODELS, default="panic",
                        help="what a crash leaves of the checkpoint files (default panic)")
@@ -130,7 +130,10 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
     sub = p.add_subparsers(dest="command", required=True)
-    add_sweep_commands(sub)
+    for s in add_sweep_commands(sub):
+        s.add_argument("--no-merge", dest="merge", action="store_false",
+                       help="play every scenario, never a restart from a state played before (the same "
+                            "records, slower: agentcore.merge)")
     a = sub.add_parser("audit", help="every design under every world model: one verdict each")
     a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
     a.add_argument("--design", action="append", default=[], metavar="D",
@@ -141,7 +144,7 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--world", action="append", default=[], metavar="W",
                    help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
-    a.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=MAX_SWEEP_DEPTH,
+    a.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
                    help="crash once, or once and again (default 2)")
     a.add_argument("--format", choices=audit.FORMATS, default="text",
                    help="text or json: the verdicts (a broken design's later worlds are not swept); "
@@ -173,9 +176,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress = Progress("sweeping")
         try:
             result = sweep.sweep(configs, depth=args.depth, workers=args.workers,
-                                 collect=bool(args.records), progress=progress)
+                                 collect=bool(args.records), progress=progress, merge=args.merge)
         finally:
             progress.close()
+        print(f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)",
+              file=sys.stderr)
         if args.records:
             with open(args.records, "w") as f:
                 for rec in sweep.each_record(result):

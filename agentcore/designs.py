@@ -62,6 +62,10 @@ class Design:
     # (what it already holds is kept for the call IDs the model gives again). A model that repeats
     # itself hides it (extra model calls only); one that gives fresh call IDs doubles effects.
     reask_open_turn: bool = False
+    # A poison-call guard: each start that finds a call unsettled counts it in the checkpoint, and the
+    # third restart to find it so takes it for a call that crashes the loop and records it as failed
+    # without settling it. Only three crashes inside one call reach that count: a depth-3 sweep.
+    skip_third_restart: bool = False
     # planted bugs of the checkpoint store (agentcore.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
     remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
@@ -86,8 +90,8 @@ DESIGNS: dict[str, Design] = {d.name: d for d in (
 
 BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
         "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "denied_still_runs",
-        "approval_id_reused", "reask_open_turn", "write_in_place", "remove_then_rename", "skip_file_fsync",
-        "skip_dir_fsync")
+        "approval_id_reused", "reask_open_turn", "skip_third_restart", "write_in_place", "remove_then_rename",
+        "skip_file_fsync", "skip_dir_fsync")
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 

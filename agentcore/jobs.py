@@ -81,6 +81,23 @@ def load(path: str) -> Job:
     return parse(raw, path)
 
 
+def turn_pairs(n: int) -> Job:
+    """A generated job of `n` turn pairs, the growth benchmark's (bench/bench_growth.py): turn A
+    files an issue and searches, turn B comments on A's issue; the triage job's tools."""
+    if not 1 <= n <= MAX_CALLS // 3:
+        raise ValueError(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
+    triage = json.loads(resources.files("agentcore").joinpath("jobfiles", BUILTIN["triage"]).read_bytes())
+    turns: list[dict[str, Any]] = []
+    for i in range(n):
+        a, s, c = (f"call_{3 * i + k}" for k in (1, 2, 3))
+        turns.append({"calls": [{"id": a, "tool": "create_issue", "args": {"title": f"Issue {i + 1}"}},
+                                {"id": s, "tool": "search", "args": {"query": f"issue {i + 1}"}}]})
+        turns.append({"calls": [{"id": c, "tool": "comment", "args": {
+            "issue": {"$result": a, "field": "number"}, "body": f"Seen again ({i + 1})."}}]})
+    turns.append({"final": f"Filed {n} issues and commented on each."})
+    return parse(json.dumps({"name": f"pairs-{n}", "tools": triage["tools"], "turns": turns}), f"generated:pairs-{n}")
+
+
 def parse(raw: bytes | str, source: str) -> Job:
     if len(raw) > MAX_JOB_BYTES:
         raise JobError(f"{source}: file: larger than {MAX_JOB_BYTES} bytes")

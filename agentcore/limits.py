@@ -15,8 +15,11 @@ MAX_NESTING = 20  # levels of JSON nesting in a job file
 MAX_CALLS = 100  # calls in one job
 
 # Sweeps (agentcore.sweep): how deep a sweep crashes, and how many job runs go in sequence.
-SWEEP_DEPTHS = (1, 2)  # 1: crash once; 2: crash once and again in the restart
+# 1: crash once; 2: crash once and again in the restart; 3: and in the second restart too (merged
+# equal states make it affordable: agentcore.merge). 2 is the chapter's, the default.
+SWEEP_DEPTHS = (1, 2, 3)
 MIN_SWEEP_DEPTH, MAX_SWEEP_DEPTH = SWEEP_DEPTHS[0], SWEEP_DEPTHS[-1]
+DEFAULT_SWEEP_DEPTH = 2
 MIN_RUNS, MAX_RUNS = 1, 100  # job runs in sequence against one tracker
 
 # The loop (agentcore.loop): tries of one call in one process (the fresh one and those settling it

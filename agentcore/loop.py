@@ -82,9 +82,15 @@ class Loop:
         if self.design.real_loop:
             turn = self._open_turn()
             if turn is not None:
-                for call in turn["calls"]:
-                    if call["id"] in turn["markers"] and call["id"] not in turn["results"]:
-                        self._settle(turn, call, self.job.tools[call["tool"]])
+                unsettled = [c for c in turn["calls"] if c["id"] in turn["markers"] and c["id"] not in turn["results"]]
+                if unsettled and self.design.skip_third_restart:
+                    self._count_restarts(turn, unsettled)
+                for call in unsettled:
+                    if self.design.skip_third_restart and turn["restarts"][call["id"]] >= 3:
+                        self._record(turn, call["id"], {"error": "poison call: skipped after 3 restarts"},
+                                     f"{call['tool']} {call['id']}")
+                        continue
+                    self._settle(turn, call, self.job.tools[call["tool"]])
             self._save("settled")
         reask = self.design.reask_open_turn
         while True:
@@ -162,6 +168,13 @@ class Loop:
         self.state = state
         self._save("start")
         return state
+
+    def _count_restarts(self, turn: dict[str, Any], unsettled: list[dict[str, Any]]) -> None:
+        """Planted bug skip_third_restart: the starts that found each call unsettled, saved."""
+        counts = turn.setdefault("restarts", {})
+        for call in unsettled:
+            counts[call["id"]] = counts.get(call["id"], 0) + 1
+        self._save("restarts counted")
 
     def _open_turn(self) -> dict[str, Any] | None:
         turns = self.state["turns"]

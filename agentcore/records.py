@@ -3,8 +3,10 @@
 Rules:
 - One record per scenario: a sweep configuration (job, design, tracker mode, runs in sequence)
   crashed at `first_point` (1-based, counted from the start of the uninterrupted run) and, in a
-  twice scenario, again at `second_point` (counted from the start of the first restart), then run
-  to the end. `second_point` is None in a once scenario.
+  twice scenario, again at `second_point` (counted from the start of the first restart), in a
+  thrice scenario (depth 3) again at `third_point` (counted from the start of the second restart),
+  then run to the end. `second_point` is None in a once scenario, `third_point` in all but thrice
+  ones.
 - duplicates: extra effects on the tracker (a second issue or comment made by one call of one job
   run); missing: calls of the job script that should have happened and whose effect never did. Both
   are counted against the job script (each changing call of each job run once), not against an
@@ -29,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -37,8 +40,12 @@ CHAPTER_COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "cal
 COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable",
            "calls_plus")
 EXTRA_COLUMNS = tuple(c for c in COLUMNS if c not in CHAPTER_COLUMNS)
+# thrice (depth 3) is in every format only when a row has some, after twice: a depth-2 table keeps
+# its shape to the byte (`columns`).
+DEPTH_COLUMNS = ("thrice",)
 # The record's outcome fields added after the first stored records: 0 where a stored record lacks them.
 _LATER_FIELDS = ("wrong", "gave_up", "denied_ran", "avoidable")
+_THIRD = ("third_point", "third_kind", "third_label")
 
 
 @dataclass(slots=True)
@@ -66,9 +73,17 @@ class ScenarioRecord:
     status: str
     timeline: list[dict[str, Any]] | None = None
     effects: list[dict[str, Any]] | None = None
+    third_point: int | None = None
+    third_kind: str | None = None
+    third_label: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field; the third point's only in a thrice scenario (a depth-2 record keeps its shape)."""
+        out = asdict(self)
+        if self.third_point is None:
+            for f in _THIRD:
+                del out[f]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScenarioRecord:
@@ -93,12 +108,15 @@ class TableRow:
     asks: int = 0
     avoidable: int = 0
     calls_plus: int = 0
+    thrice: int = 0  # last: rows are built positionally in COLUMNS order
 
     def add(self, r: ScenarioRecord) -> None:
         if r.second_point is None:
             self.once += 1
-        else:
+        elif r.third_point is None:
             self.twice += 1
+        else:
+            self.thrice += 1
         self.with_dups += r.duplicates > 0
         self.dups += r.duplicates
         self.missing += r.missing
@@ -110,10 +128,17 @@ class TableRow:
         self.calls_plus += r.calls_plus
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k not in DEPTH_COLUMNS or v}
 
     def values(self, columns: tuple[str, ...] = COLUMNS) -> tuple[int, ...]:
         return tuple(getattr(self, c) for c in columns)
+
+
+def columns(rows: Sequence[TableRow]) -> tuple[str, ...]:
+    """COLUMNS, with thrice after twice when some row has a thrice scenario."""
+    if not any(r.thrice for r in rows):
+        return COLUMNS
+    return COLUMNS[:2] + DEPTH_COLUMNS + COLUMNS[2:]
 
 
 def table_row(name: str, records: list[ScenarioRecord]) -> TableRow:

@@ -72,6 +72,7 @@ class Options:
     points: bool = False  # every process's crash points, as (kind, label)
     timeline: bool = False  # the events as a timeline, and the tracker's effects at the end
     notes: bool = False  # the durable state at each point of the scenario's second process
+    root: bool = False  # notes in the uninterrupted run's process too, with the saves made by each (Played.saved)
 
 
 @dataclass(slots=True)
@@ -93,6 +94,7 @@ class Played:
     question: dict[str, Any] | None = None
     restarts: list[Durable] | None = None  # the durable state at each point of process 2
     answers: dict[str, bool] | None = None  # a queue person's answers to the asks made
+    saved: list[int] | None = None  # with Options.root: the saves made by each noted point
     wrong: int = 0  # agentcore.records says what these count
     gave_up: int = 0
     denied_ran: int = 0
@@ -173,7 +175,7 @@ class _Scenario:
 
     __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
                  "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
-                 "faults", "check", "regiven")
+                 "faults", "check", "regiven", "store", "saved")
 
     def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
                  start: Durable | None, answers: dict[str, bool] | None, check: bool = True) -> None:
@@ -203,6 +205,8 @@ class _Scenario:
         self.start: Durable | None = None  # what the current process started from (a pause resumes there)
         self.faults = 0  # tracker crashes so far: each began a segment of `processes` that is no new process
         self.regiven = 0  # restarts after a give-up so far: each a new process within a segment of `processes`
+        self.store: FileCheckpoint | None = None  # the running job run's
+        self.saved: list[int] | None = None
 
     def run(self) -> Played:
         log = self.world.log
@@ -256,9 +260,11 @@ class _Scenario:
         # Notes are for a once scenario's restart: the segment that starts with its plan spent, after
         # the first (here, or before the durable state a paused restart resumes from: a later
         # process's). Not a process number: restarts after a give-up count as processes.
-        if self.options.notes and crash_at is None and (self.processes or self.base):
+        if self.options.notes and crash_at is None and (self.processes or self.base or self.options.root):
             self.restarts, self.restart_hook = [], hook
             hook.on_point = self._note
+            if self.options.root:
+                self.saved = []
         if self.pausable and fresh:
             rest = ([crash_at] if crash_at is not None else []) + self.plan
             self.start = self.world.snapshot(self._files(), self._number(), rest)
@@ -282,13 +288,14 @@ class _Scenario:
         number = self._number()  # this process's, 1-based (the hook is appended)
         while w.seq < cfg.runs:
             point = self.point
-            store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
+            store = self.store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
             run_id = proposed_run_id(cfg, w.seq, number)
             try:
                 Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, point, run_id, w.seq, w.log,
                      number).run()
             finally:
                 self.saves += store.saves
+                self.store = None
             w.seq += 1
             if self.remote is not None:
                 self.remote.send(("run-finished",))
@@ -326,6 +333,8 @@ class _Scenario:
         text = hook.points[-1][1] if hook.points else ""
         state.crash = f"crash at point {hook.count} of this process: {text}"
         self.restarts.append(state)
+        if self.saved is not None:
+            self.saved.append(self.saves + (self.store.saves if self.store is not None else 0))
 
     def _played(self) -> Played:
         w = self.world
@@ -335,6 +344,7 @@ class _Scenario:
                         gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused),
                         denied_ran=denied_ran, avoidable=w.person.avoidable)
         played.restarts = self.restarts
+        played.saved = self.saved
         played.answers = w.person.given()
         if self.check:
             played.wrong = effects.wrong(self.cfg, w.tracker.effects)

@@ -64,7 +64,7 @@ def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, 
     if base is not None:
         d = os.path.join(base, f"w{os.getpid()}")
         os.makedirs(d, exist_ok=True)
-    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"])
+    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"], _OPTIONS["merge"])
     rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
     res.records = []
     return item[0], res, rows
@@ -79,8 +79,9 @@ def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk
 
 
 def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
-               collect: bool = False, disk: str = "memory") -> Iterator[ChunkResult]:
-    """Run chunks (in parallel with workers > 1), yielding results in the chunks' order."""
+               collect: bool = False, disk: str = "memory", merge: bool = True) -> Iterator[ChunkResult]:
+    """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
+    equal states where agentcore.merge allows it."""
     if depth not in SWEEP_DEPTHS:
         raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
@@ -88,10 +89,10 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
     with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
-                yield run_chunk(configs[c.config], c, depth, base, collect)
+                yield run_chunk(configs[c.config], c, depth, base, collect, merge)
             return
         _CONFIGS[:] = configs
-        _OPTIONS.update(base=base, depth=depth, collect=collect)
+        _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge)
         # Early first points have the longest restarts: hand those out first, so that no worker
         # is left with a big chunk at the end; results are put back in the chunks' order.
         order = sorted(range(len(chunks)), key=lambda i: chunks[i].first)
@@ -113,23 +114,25 @@ class SweepResult:
     records: list[list[ScenarioRecord]]  # per configuration
     saves: int
     scenarios: int
+    explored: int = 0  # scenario plays (agentcore.merge rebuilt the other records from its trees)
 
 
 def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
-          progress: Callable[[int, int], None] | None = None, disk: str = "memory") -> SweepResult:
+          progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True) -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
-    live, "memory" or (real) "files"."""
+    live, "memory" or (real) "files"; `merge`: equal states (agentcore.merge), the same records."""
     with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]
-    saves = 0
-    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk), 1):
+    saves = explored = 0
+    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk, merge), 1):
         records[res.config].extend(res.records)
         saves += res.saves
+        explored += res.explored
         if progress is not None:
             progress(n, len(chunks))
     rows = [table_row(cfg.label, recs) for cfg, recs in zip(configs, records, strict=True)]
-    return SweepResult(rows, records, saves, sum(len(r) for r in records))
+    return SweepResult(rows, records, saves, sum(len(r) for r in records), explored)
 
 
 def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:

@@ -26,9 +26,8 @@ from agentcore import sweep as agentsweep
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
-from agentcore.limits import SWEEP_DEPTHS
 from agentcore.world import MODES
-from sweeps.limits import CONDITION_CHARS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
+from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 
 
@@ -185,8 +184,8 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
         job = parse_job(job_source, source_name)
     except JobError as e:
         raise ValidationError(str(e), code="job") from None
-    check(type(depth) is int and depth in SWEEP_DEPTHS,
-          f"depth must be {' or '.join(map(str, SWEEP_DEPTHS))}, not {depth!r}")
+    check(type(depth) is int and depth in DEPTHS,
+          f"depth must be {' or '.join(map(str, DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
     clean_conditions(*conditions)

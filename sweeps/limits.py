@@ -13,7 +13,9 @@ from agentcore import limits as agentlimits
 
 # --- what a launch may ask for -----------------------------------------------------------------
 
-# Crash depth: agentcore.limits.SWEEP_DEPTHS (1: crash once; 2: and again in the restart).
+# Crash depth (1: crash once; 2: and again in the restart): agentcore's depth 3 is the CLI's alone
+# until the dashboard stores and draws a third point.
+DEPTHS = tuple(d for d in agentlimits.SWEEP_DEPTHS if d <= 2)
 # Job runs in sequence. agentcore's CLI takes up to 100; the dashboard stops at 10: a 10-run table is
 # about 814,000 scenario rows already (the planned size shows it before launching).
 MAX_RUNS = 10

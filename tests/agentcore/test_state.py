@@ -151,7 +151,8 @@ def test_options_are_immutable():
 # --- limits -------------------------------------------------------------------------------------
 
 def test_the_limits_are_the_ones_enforced():
-    assert limits.SWEEP_DEPTHS == (1, 2) and (limits.MIN_RUNS, limits.MAX_RUNS) == (1, 100)
+    assert limits.SWEEP_DEPTHS == (1, 2, 3) and limits.DEFAULT_SWEEP_DEPTH == 2
+    assert (limits.MIN_RUNS, limits.MAX_RUNS) == (1, 100)
     assert jobs.MAX_BYTES == limits.MAX_JOB_BYTES and limits.MAX_NESTING == 20
     Config(TRIAGE, designs.get("loop"), "keyed", runs=limits.MAX_RUNS)
     with pytest.raises(ValueError, match="runs must be between 1 and 100"):

@@ -213,7 +213,7 @@ def test_bad_configuration_is_refused():
     with pytest.raises(ValueError, match="unknown design"):
         designs.get("yolo")
     with pytest.raises(ValueError, match="depth"):
-        sweep([Config(TRIAGE, designs.get("loop"), "keyed")], depth=3)
+        sweep([Config(TRIAGE, designs.get("loop"), "keyed")], depth=4)
 
 
 def _waiting(tmp_path, point=10):

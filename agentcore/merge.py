@@ -1,0 +1,150 @@
+"""Merging equal states: a restart's future is a function of the durable state it starts from.
+
+Rules:
+- A process that starts from a durable state (the checkpoint files and the world a crash leaves:
+  agentcore.state) goes on as every process starting from an equal state does: its points, the
+  states its crashes would leave and its outcome are the same (scenarios are deterministic). So a
+  sweep keys each restart by a digest of that state (`key`: what a restart reads, never the counters
+  that only add up, nor the timeline) and of the crashes still to come, and plays each distinct one
+  once (`explore`).
+- Its `Tree` holds the restart's outcome as it adds to the counters the state started with (model
+  calls, asks, avoidable asks, approvals; saves are the restart's own), and with crashes still to
+  come, for each point of the restart the counters there and the tree of the state a crash there
+  leaves. Records are rebuilt from the trees, one per scenario, equal field by field to the
+  unmerged sweep's (tests/agentcore/test_merge.py): `Count.explored` counts the restarts played,
+  the records are the raw scenarios.
+- A state may merge only where a restart's future is the durable state's alone (`mergeable`): not
+  where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
+  scenario), nor under kill (the processes are real) or a tracker that can crash (a crash at its
+  own point leaves the process running, with what it holds in memory).
+- Each worker process keeps one memo per configuration, at most MAX_ENTRIES trees; past that it
+  starts again (a merge missed costs time, never a record).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agentcore.scenario import Options, play
+from agentcore.state import Durable
+
+if TYPE_CHECKING:
+    from agentcore.config import Config
+    from agentcore.scenario import Played
+
+MAX_ENTRIES = 200_000
+Counters = tuple[int, int, int, int]  # asks, avoidable, approvals, model calls
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A restart played to its end: the tallies of its end, and the counters it added."""
+
+    duplicates: int
+    missing: int
+    wrong: int
+    gave_up: int
+    denied_ran: int
+    status: str
+    added: Counters
+    saves: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    outcome: Outcome
+    # per point of the restart (with crashes still to come): its kind and label, the counters it
+    # had added there, and the tree of the state a crash there leaves
+    children: tuple[tuple[str, str, Counters, Tree], ...] = ()
+
+
+def mergeable(cfg: Config, collect: bool) -> bool:
+    return not collect and cfg.person == "scripted" and cfg.crash_model != "kill" and cfg.tracker_fault != "crash"
+
+
+def counters(state: Durable) -> Counters:
+    return state.asks, state.avoidable, state.prompts, state.model_calls
+
+
+def key(cfg: Config, state: Durable, crashes: int) -> bytes:
+    """The digest of what a restart from `state` reads, with `crashes` crashes still to come. The
+    person's ask count only where its answers are drawn by it (wrong:P)."""
+    asks = state.asks if cfg.person_faults.startswith("wrong") else None
+    parts = (crashes, state.process, state.seq, state.plan, sorted(state.files.items()), state.tracker,
+             sorted(state.attempts), sorted(state.gave_up or ()), sorted(state.decisions.items()),
+             sorted(state.answers.items()), state.model_asks, asks)
+    # marshal: 8 times as fast as repr; version 2 writes no back-references, so equal values give equal bytes
+    return hashlib.blake2b(marshal.dumps(parts, 2), digest_size=16).digest()
+
+
+class Memo:
+    """One worker process's trees of one configuration, and how many restarts it played."""
+
+    __slots__ = ("cfg", "trees", "explored", "_first")
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.trees: dict[bytes, Tree] = {}
+        self.explored = 0
+        self._first: list[tuple[Durable, int]] | None = None
+
+    def first(self, point: int, workdir: str | None = None) -> tuple[Durable, int]:
+        """The state a crash at `point` of the uninterrupted run leaves, and the saves made by then:
+        one play of that run notes them all (instead of a play to each first point)."""
+        if self._first is None:
+            p = play(self.cfg, (), Options(notes=True, root=True), workdir)
+            assert p.restarts is not None and p.saved is not None
+            self._first = list(zip(p.restarts, p.saved, strict=True))
+        return self._first[point - 1]
+
+
+_MEMOS: dict[int, Memo] = {}
+
+
+def memo(cfg: Config) -> Memo:
+    """This process's memo of `cfg` (the same object: a sweep's configurations live as long as it)."""
+    m = _MEMOS.get(id(cfg))
+    if m is None or m.cfg is not cfg:
+        if len(_MEMOS) > 64:
+            _MEMOS.clear()
+        m = _MEMOS[id(cfg)] = Memo(cfg)
+    return m
+
+
+def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -> Tree:
+    """The tree of the restart from `state`, with `crashes` more crashes in it and after it."""
+    k = key(m.cfg, state, crashes)
+    tree = m.trees.get(k)
+    if tree is not None:
+        return tree
+    deeper = crashes > 0
+    p = play(m.cfg, (), Options(points=deeper, notes=deeper), workdir, start=state)
+    m.explored += 1
+    base = counters(state)
+    children: tuple[tuple[str, str, Counters, Tree], ...] = ()
+    if deeper and p.restarts is not None:
+        points = p.processes[-1].points
+        assert points is not None
+        children = tuple((kind, label, _added(counters(note), base), explore(m, note, crashes - 1, workdir))
+                         for (kind, label), note in zip(points, p.restarts, strict=True))
+    tree = Tree(outcome(p, base), children)
+    if len(m.trees) >= MAX_ENTRIES:
+        m.trees.clear()
+    m.trees[k] = tree
+    return tree
+
+
+def outcome(p: Played, base: Counters) -> Outcome:
+    return Outcome(p.duplicates, p.missing, p.wrong, p.gave_up, p.denied_ran, p.status,
+                   _added((p.asks, p.avoidable, p.approvals, p.model_calls), base), p.saves)
+
+
+def _added(now: Counters, base: Counters) -> Counters:
+    return now[0] - base[0], now[1] - base[1], now[2] - base[2], now[3] - base[3]
+
+
+def plus(a: Counters, b: Counters) -> Counters:
+    return a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3]

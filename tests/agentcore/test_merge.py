@@ -1,0 +1,139 @@
+"""agentcore.merge: merging equal states gives the unmerged sweep's records, field by field, with
+fewer plays; depth 3 and the bug only it can see."""
+
+import pytest
+
+from agentcore import designs, jobs, merge
+from agentcore.config import Config, table_configs
+from agentcore.scenario import Options, play
+from agentcore.sweep import Chunk, plan_chunks, run_chunk, sweep
+
+TRIAGE = jobs.load("triage")
+
+
+def both(configs, depth=2):
+    merged = sweep(configs, depth=depth)
+    unmerged = sweep(configs, depth=depth, merge=False)
+    return merged, unmerged
+
+
+def assert_same(merged, unmerged):
+    assert merged.scenarios == unmerged.scenarios
+    for a, b in zip(merged.records, unmerged.records, strict=True):
+        assert a == b
+    assert merged.rows == unmerged.rows
+    assert merged.saves == unmerged.saves
+
+
+def test_the_triage_table_is_the_same_merged_with_fewer_plays():
+    merged, unmerged = both(table_configs(TRIAGE))
+    assert_same(merged, unmerged)
+    assert unmerged.explored == unmerged.scenarios == 9663
+    assert merged.explored < unmerged.scenarios / 5
+
+
+def test_a_generated_job_is_the_same_merged():
+    assert_same(*both([Config(jobs.turn_pairs(3), designs.get(d), t) for d, t in
+                       (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"), ("once-per-turn", "lookup"))]))
+
+
+@pytest.mark.parametrize("conditions", [
+    {"crash_model": "power-cut", "fsync": False},
+    {"tool_faults": "k:3"},
+    {"tool_faults": "always"},
+    {"person_faults": "wrong:0.3"},
+    {"person_faults": "deny:0.5", "seed": 2},
+    {"model": "fickle", "seed": 1},
+    {"model": "fresh-ids"},
+    {"tracker_fault": "ttl:3"},
+    {"tracker_fault": "strict-params"},
+], ids=str)
+def test_every_world_is_the_same_merged(conditions):
+    configs = [c for c in table_configs(TRIAGE, **conditions)
+               if c.design.name in ("loop", "keys", "markers", "tool-fails", "approval-gate")]
+    assert_same(*both(configs))
+
+
+def test_two_job_runs_in_sequence_are_the_same_merged():
+    assert_same(*both([Config(TRIAGE, designs.get("loop"), t, runs=2) for t in ("keyed", "keyless")]))
+
+
+def test_a_tracker_that_can_crash_is_never_merged():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed", tracker_fault="crash")
+    assert not merge.mergeable(cfg, collect=False)
+    merged, unmerged = both([cfg])
+    assert_same(merged, unmerged)
+    assert merged.explored == merged.scenarios
+
+
+@pytest.mark.parametrize("cfg", [
+    Config(TRIAGE, designs.get("loop"), "keyed", person="queue"),
+    Config(TRIAGE, designs.get("loop"), "keyed", crash_model="kill"),
+], ids=["queue person", "kill"])
+def test_a_queue_person_or_real_processes_are_never_merged(cfg):
+    assert not merge.mergeable(cfg, collect=False)
+
+
+def test_timelines_are_never_merged():
+    assert not merge.mergeable(Config(TRIAGE, designs.get("loop"), "keyed"), collect=True)
+
+
+def test_depth_3_is_the_same_merged_on_a_small_job():
+    configs = [Config(jobs.turn_pairs(1), designs.get(d), t) for d, t in
+               (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"))]
+    merged, unmerged = both(configs, depth=3)
+    assert_same(merged, unmerged)
+    assert merged.rows[0].thrice > 0 and merged.explored < merged.scenarios / 10
+
+
+def test_a_thrice_scenario_crashes_the_second_restart_as_a_full_replay_does():
+    cfg = Config(TRIAGE, designs.get("keys"), "keyed")
+    chunk = plan_chunks([cfg])[4]
+    records = run_chunk(cfg, chunk, 3, merge=False).records
+    thrice = [r for r in records if r.third_point is not None]
+    assert thrice
+    for r in thrice[::7]:
+        full = play(cfg, (r.first_point, r.second_point, r.third_point), Options())
+        assert (full.duplicates, full.missing, full.model_calls, full.status) == (
+            r.duplicates, r.missing, r.model_calls, r.status)
+
+
+def test_the_bug_that_needs_three_crashes_shows_only_at_depth_3():
+    bug = Config(TRIAGE, designs.get("loop", ("skip_third_restart",)), "keyed")
+    at2 = sweep([bug], depth=2).rows[0]
+    at3 = sweep([bug], depth=3).rows[0]
+    assert at2.missing == at2.dups == at2.wrong == 0
+    assert at3.missing > 0
+
+
+def test_the_correct_loop_stays_clean_at_depth_3():
+    row = sweep([Config(TRIAGE, designs.get("loop"), "keyed")], depth=3).rows[0]
+    assert row.thrice > 0 and (row.dups, row.missing, row.wrong) == (0, 0, 0)
+
+
+def test_a_memo_belongs_to_one_configuration_object():
+    a = Config(TRIAGE, designs.get("loop"), "keyed")
+    b = Config(TRIAGE, designs.get("loop"), "keyless")
+    assert merge.memo(a) is merge.memo(a)
+    assert merge.memo(a) is not merge.memo(b)
+
+
+def test_the_key_leaves_out_counters_that_only_add_up():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed")
+    state = merge.Memo(cfg).first(3)[0]
+    more = type(state)(**{**{f: getattr(state, f) for f in state.__slots__}, "model_calls": 99, "asks": 5})
+    assert merge.key(cfg, state, 1) == merge.key(cfg, more, 1)
+    assert merge.key(cfg, state, 1) != merge.key(cfg, state, 0)
+
+
+def test_a_person_who_draws_by_ask_number_keys_the_asks():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyless", person_faults="wrong:0.3")
+    state = merge.Memo(cfg).first(3)[0]
+    more = type(state)(**{**{f: getattr(state, f) for f in state.__slots__}, "asks": state.asks + 1})
+    assert merge.key(cfg, state, 1) != merge.key(cfg, more, 1)
+
+
+def test_a_later_chunk_of_a_queue_sweep_is_played_unmerged():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed")
+    res = run_chunk(cfg, Chunk(0, 1, "k", "l", 1, 2, {}), 2)
+    assert res.explored == len(res.records) == 2
