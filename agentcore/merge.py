@@ -17,8 +17,10 @@ Rules:
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
   scenario), nor under kill (the processes are real) or a tracker that can crash (a crash at its
   own point leaves the process running, with what it holds in memory).
-- Each worker process keeps one memo per configuration, at most MAX_ENTRIES trees; past that it
-  starts again (a merge missed costs time, never a record).
+- Each worker process keeps one memo per configuration object, all of them together at most
+  MAX_ENTRIES trees and MAX_MEMOS configurations; past that it starts again (a merge missed costs
+  time, never a record). A sweep hands its chunks out by first point, so every configuration's
+  memo is in use until the end: one dropped early would be built again.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
     from agentcore.config import Config
     from agentcore.scenario import Played
 
-MAX_ENTRIES = 200_000
+MAX_ENTRIES = 1_000_000  # about 300 bytes each
+MAX_MEMOS = 4096
 Counters = tuple[int, int, int, int]  # asks, avoidable, approvals, model calls
 
 
@@ -102,14 +105,15 @@ class Memo:
 
 
 _MEMOS: dict[int, Memo] = {}
+_ENTRIES = [0]  # trees in all memos
 
 
 def memo(cfg: Config) -> Memo:
     """This process's memo of `cfg` (the same object: a sweep's configurations live as long as it)."""
     m = _MEMOS.get(id(cfg))
     if m is None or m.cfg is not cfg:
-        if len(_MEMOS) > 64:
-            _MEMOS.clear()
+        if len(_MEMOS) >= MAX_MEMOS:
+            _forget()
         m = _MEMOS[id(cfg)] = Memo(cfg)
     return m
 
@@ -131,10 +135,18 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
         children = tuple((kind, label, _added(counters(note), base), explore(m, note, crashes - 1, workdir))
                          for (kind, label), note in zip(points, p.restarts, strict=True))
     tree = Tree(outcome(p, base), children)
-    if len(m.trees) >= MAX_ENTRIES:
-        m.trees.clear()
+    if _ENTRIES[0] >= MAX_ENTRIES:
+        _forget()
     m.trees[k] = tree
+    _ENTRIES[0] += 1
     return tree
+
+
+def _forget() -> None:
+    for m in _MEMOS.values():
+        m.trees.clear()
+    _MEMOS.clear()
+    _ENTRIES[0] = 0
 
 
 def outcome(p: Played, base: Counters) -> Outcome:
