@@ -2,7 +2,7 @@
 
 Rules:
 - Every field list is derived from `agentcore.records.ScenarioRecord`'s fields (dataclasses.fields),
-  in its order; no module retypes them.
+  in its order; no module retypes them. The third point's (depth 3, the CLI's alone) are not stored.
 - `record_row` turns a record into a row (INSERT parameters, a tuple: ~10,000 per sweep), and
   `row_fields` / `row_record` turn a stored row back into a record's fields: storage, selectors,
   exports and `manage.py sweep` go through these two directions and no other.
@@ -21,7 +21,7 @@ from typing import Any
 from agentcore.records import ScenarioRecord
 from sweeps.limits import JOB_NAME_CHARS, LABEL_CHARS
 
-_ALL = tuple(f.name for f in fields(ScenarioRecord))
+_ALL = tuple(f.name for f in fields(ScenarioRecord) if not f.name.startswith("third_"))
 # The record's JSON fields (filled when asked for): never read by lists and exports.
 JSON_FIELDS = _ALL[_ALL.index("status") + 1:]  # timeline, effects
 # The record's other fields, in its order: what a scenario row exports.
