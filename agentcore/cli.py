@@ -145,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
     a.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                   help="crash once, or once and again (default 2)")
+                   help="crash once, once and again (default 2), or in the second restart too")
     a.add_argument("--format", choices=audit.FORMATS, default="text",
                    help="text or json: the verdicts (a broken design's later worlds are not swept); "
                         "markdown: the table of every design under every world (every cell swept)")

@@ -78,3 +78,21 @@ def test_an_unknown_crash_model_is_a_one_line_error():
     r = run("sweep", "--design", "loop", "--tracker", "keyed", "--crash-model", "earthquake")
     assert r.returncode == 2
     assert "invalid choice: 'earthquake'" in r.stderr
+
+
+def test_the_sweep_says_how_many_scenarios_it_played_and_no_merge_plays_them_all(capsys):
+    outs = []
+    for extra in ([], ["--no-merge"]):
+        assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--format", "csv", *extra]) == 0
+        captured = capsys.readouterr()
+        outs.append(captured.out)
+        assert "910 scenarios, " in captured.err
+    assert outs[0] == outs[1]
+    assert "910 scenarios, 910 played" in captured.err
+
+
+def test_depth_3_adds_the_thrice_column_after_twice(capsys):
+    assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--depth", "3", "--format", "csv"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.startswith("name,once,twice,thrice,with_dups,")
+    assert row.startswith('"real loop, keyed tracker",38,872,15364,0,0,0,0,')
