@@ -294,6 +294,43 @@ def audit(job: Job, designs: Sequence[Design], trackers: Sequence[str], worlds: 
     return result
 
 
+def tally(cell: Cell, r: ScenarioRecord, w: World, config: int, seen: int, keep: bool = True) -> str:
+    """Count one scenario's record in its cell under world `w` and, if it breaks and `keep`, offer it
+    as a witness candidate (`config` indexes the sweep's configurations, `seen` orders ties: the
+    earlier swept wins); its judge outcome. The one counting of the CLI and the dashboard."""
+    cell.scenarios += 1
+    outcome = judge(r, w)
+    if outcome == EXPECTED:
+        cell.expected += 1
+    elif outcome == BREAK:
+        cell.breaks += 1
+        if keep:
+            heapq.heappush(cell.candidates, (-_promise(r), -seen, config, r))
+            if len(cell.candidates) > CANDIDATES:  # drop the least promising, the later of a tie
+                heapq.heappop(cell.candidates)
+    return outcome
+
+
+def unit_configs(made: Sequence[Variant], design: Design, tracker: str, w: World) -> list[Config]:
+    """One (design, tracker mode)'s configurations under world `w`: one per variant, in `made`'s order."""
+    return [Config(v.job, design, tracker, runs=RUNS, **w.conditions) for v in made]
+
+
+def sweep_unit(made: Sequence[Variant], design: Design, tracker: str, w: World, depth: int = DEFAULT_SWEEP_DEPTH,
+               workers: int = 1) -> Cell:
+    """One cell of the audit: a (design, tracker mode) under one world over every variant, counted
+    by `tally` (candidates' configs index `made`). The dashboard's unit of work; a flaky-only world
+    of a design without a flaky tool server is skipped, as `audit` skips it."""
+    cell = Cell()
+    if w.flaky_only and not design.flaky:
+        cell.skipped = "the world acts only on a flaky tool server"
+        return cell
+    owner = Subject(design, tracker, {w.name: cell})
+    configs = unit_configs(made, design, tracker, w)
+    _sweep(w, configs, [(owner, v) for v in made], depth, workers, None)
+    return cell
+
+
 def _sweep(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]], depth: int, workers: int,
            progress: Callable[[int, int], None] | None) -> int:
     """Sweep `configs` under `w`, counting each owner's cell; returns the scenarios played."""
@@ -306,16 +343,7 @@ def _sweep(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]
         cell = subject.cells[w.name]
         for r in res.records:
             played += 1
-            cell.scenarios += 1
-            verdict = judge(r, w)
-            if verdict == EXPECTED:
-                cell.expected += 1
-            elif verdict == BREAK:
-                cell.breaks += 1
-                if not subject.broken:
-                    heapq.heappush(cell.candidates, (-_promise(r), -played, res.config, r))
-                    if len(cell.candidates) > CANDIDATES:  # drop the least promising, the later of a tie
-                        heapq.heappop(cell.candidates)
+            tally(cell, r, w, res.config, played, keep=not subject.broken)
         if progress is not None:
             progress(n, len(chunks))
     return played
@@ -323,17 +351,22 @@ def _sweep(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]
 
 def _witness(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]], s: Subject,
              site: str) -> Witness:
-    """The shortest timeline among the subject's candidates in world `w` (of those as short, the
-    first swept)."""
+    return shortest(w, configs, [v.name for _, v in owners], s.cells[w.name].candidates, site)
+
+
+def shortest(w: World, configs: Sequence[Config], variant_names: Sequence[str],
+             candidates: Sequence[tuple[int, int, int, ScenarioRecord]], site: str) -> Witness:
+    """The witness: the shortest timeline among `candidates` (Cell.candidates' tuples; their config
+    indexes `configs` and `variant_names`), of those as short, the first swept; each is replayed."""
     best: tuple[tuple[int, int], int, ScenarioRecord, Played] | None = None
-    for _, neg_seen, i, r in s.cells[w.name].candidates:
+    for _, neg_seen, i, r in candidates:
         p = replay(configs[i], r.first_point, r.second_point)
         rank = (len(p.timeline or []), -neg_seen)
         if best is None or rank < best[0]:
             best = (rank, i, r, p)
     assert best is not None
     _, i, r, p = best
-    cfg, variant, timeline = configs[i], owners[i][1].name, p.timeline or []
+    cfg, variant, timeline = configs[i], variant_names[i], p.timeline or []
     return Witness(w.name, variant, r, timeline, link(site, cfg, variant, w, r.first_point, r.second_point),
                    needed(timeline, _loss_runs(cfg, p)))
 

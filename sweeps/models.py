@@ -247,7 +247,70 @@ class Question(models.Model):
         ordering = ["created_at", "id"]
 
 
-def take(model: type[Sweep | Scenario | Question], pk: int | list[int], to: str, *,
+class Audit(models.Model):
+    """An audit (agentcore.audit) of a job: every selected design x tracker mode under every selected
+    world model, at depth 2 with agentcore.audit.RUNS job runs, on the job and its variants. Its units
+    hold only counts and witness candidates; "done" is a fact of the database (every unit stored),
+    and the verdicts (with each broken subject's witness, replayed once) are cached by its finish."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    EDGES = {
+        Status.RUNNING: frozenset({Status.DONE, Status.FAILED}),
+        Status.FAILED: frozenset({Status.RUNNING, Status.FAILED}),  # resume; a later failure's message
+        Status.DONE: frozenset(),
+    }
+
+    job_name = models.CharField(max_length=200)
+    job_source = models.TextField(help_text="the job file's JSON text")
+    designs = models.JSONField(help_text="design names, in the order of the verdicts")
+    trackers = models.JSONField(help_text="tracker modes")
+    worlds = models.JSONField(help_text="world model names, in agentcore.audit.WORLDS' order")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Cached by the finish: {subject name: {"world", "variant", "record", "events", "needed", "link", "lines"}}
+    witnesses = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"audit {self.pk} ({self.job_name}, {self.status})"
+
+
+class AuditUnit(models.Model):
+    """One (world, design, tracker mode) of an audit over every variant: agentcore.audit.sweep_unit's
+    Cell, stored once (`stored` false -> true by a conditional UPDATE), never its scenarios."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="units")
+    world = models.CharField(max_length=40)
+    design = models.CharField(max_length=100)
+    tracker = models.CharField(max_length=10)
+    stored = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    scenarios = models.PositiveIntegerField(default=0)
+    ok = models.PositiveIntegerField(default=0)
+    expected = models.PositiveIntegerField(default=0)
+    breaks = models.PositiveIntegerField(default=0)
+    skipped = models.CharField(max_length=200, blank=True, help_text="why it was not swept")
+    # At most agentcore.audit.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
+    candidates = models.JSONField(default=list, blank=True)
+    stored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["audit", "world", "design", "tracker"],
+                                               name="audit_unit_identity")]
+        indexes = [models.Index(fields=["audit", "stored"])]
+        ordering = ["audit", "id"]
+
+
+def take(model: type[Sweep | Scenario | Question | Audit], pk: int | list[int], to: str, *,
          sources: Iterable[str] | None = None, **fields: Any) -> bool:
     """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with
     it) if its status is one of `sources` (default: every source the model's EDGES lets reach `to`);

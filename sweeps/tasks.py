@@ -21,7 +21,7 @@ from typing import Any
 from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
 
-from sweeps.services import chunks, questions, taskqueue
+from sweeps.services import audits, chunks, questions, taskqueue
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +63,9 @@ def chunks_run(chunk_ids: list[int]) -> int:
 def question_resume(question_id: int) -> bool:
     """Resume the scenario of an answered question (no-op unless it is answered and not resumed)."""
     return questions.question_resume(question_id=question_id)
+
+
+@shared_task(name=taskqueue.AUDIT_UNIT_RUN, **DELIVERY, **RETRY)
+def audit_unit_run(unit_id: int) -> bool:
+    """Sweep and store one unit of an audit (no-op if it is stored already)."""
+    return audits.audit_unit_run(unit_id=unit_id)

@@ -30,11 +30,12 @@ def watchdog_round(stalled_for: float) -> int:
     """One round of the stall watchdog, with fresh database connections; never raises."""
     from django.db import DatabaseError, close_old_connections
 
-    from sweeps.services import recovery
+    from sweeps.services import audits, recovery
 
     close_old_connections()
     try:
-        return recovery.sweeps_resume_stalled(stalled_for=stalled_for)
+        return (recovery.sweeps_resume_stalled(stalled_for=stalled_for)
+                + audits.audits_resume_stalled(stalled_for=stalled_for))
     except DatabaseError as e:  # a database that is down now: the next round tries again
         log.warning("the stall watchdog cannot read the sweeps (%s: %s)", type(e).__name__, e)
         return 0

@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 CHUNK_RUN = "sweeps.tasks.chunk_run"
 CHUNKS_RUN = "sweeps.tasks.chunks_run"
 QUESTION_RESUME = "sweeps.tasks.question_resume"
+AUDIT_UNIT_RUN = "sweeps.tasks.audit_unit_run"
 
 
 def publish(name: str, args: tuple[Any, ...], producer: Any) -> None:

@@ -1,0 +1,232 @@
+"""The dashboard's audit (agentcore.audit): launching one, running its units, finishing, recovering.
+
+Rules:
+- The judging, counting and witness choice are agentcore.audit's (sweep_unit, tally, shortest,
+  verdict, link): this module only stores and reads them. Every cell is swept (the CLI's
+  `every=True`), so the verdicts equal the CLI's and the table is whole.
+- A unit (one world, design, tracker mode over every variant) is claimed (an attempt counted) by a
+  conditional UPDATE of an unstored unit and stored by a conditional UPDATE `... WHERE stored = false`:
+  a redelivered or raced unit stores once, a stored one is a no-op. Work happens outside transactions.
+- "Done" is read from the database: every unit stored. The finish (idempotent: running -> done once)
+  replays the candidates of each broken subject's first breaking world to find its witness, once.
+- Lost messages (a killed worker) are found as a sweep's are: `audits_resume_stalled` (run by the
+  workers' stall watchdog and `manage.py audit --wait`) queues again the unstored units of a running
+  audit that stored nothing for a while, when the task queue is empty; a unit that keeps failing
+  fails its audit after MAX_CHUNK_ATTEMPTS.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Count, F, Max, Q
+from django.utils import timezone
+
+from agentcore import audit as agentaudit
+from agentcore.jobs import JobError
+from agentcore.jobs import parse as parse_job
+from agentcore.records import ScenarioRecord
+from agentcore.world import MODES
+from sweeps.configs import check, design
+from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
+from sweeps.models import Audit, AuditUnit, take
+from sweeps.services import taskqueue
+
+log = logging.getLogger(__name__)
+
+
+def _job(job_source: str, source_name: str = "the job") -> Any:
+    try:
+        return parse_job(job_source, source_name)
+    except JobError as e:
+        raise ValidationError(str(e)) from e
+
+
+def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: list[str],
+                 worlds: list[str] | None = None, source_name: str = "the job") -> Audit:
+    """Check and store an audit and its units, and enqueue the units on commit. Raises
+    ValidationError (nothing stored) for a bad job, design, tracker mode or world model."""
+    check(isinstance(job_source, str) and 0 < len(job_source.encode()) <= MAX_JOB_BYTES,
+          f"the job must be JSON text of at most {MAX_JOB_BYTES} bytes")
+    job = _job(job_source, source_name)
+    check(bool(designs), "choose at least one design")
+    check(bool(trackers), "choose at least one tracker mode")
+    for name in designs:
+        try:
+            design(name)
+        except ValueError as e:
+            raise ValidationError(str(e)) from e
+    bad = [t for t in trackers if t not in MODES]
+    check(not bad, f"unknown tracker mode {', '.join(map(repr, bad))} (choose from {', '.join(MODES)})")
+    names = [w.name for w in agentaudit.WORLDS] if worlds is None else list(worlds)
+    check(bool(names), "choose at least one world model")
+    try:
+        chosen = {agentaudit.world(n).name for n in names}
+    except ValueError as e:
+        raise ValidationError(str(e)) from e
+    ordered = [w.name for w in agentaudit.WORLDS if w.name in chosen]
+    designs, trackers = list(dict.fromkeys(designs)), list(dict.fromkeys(trackers))
+    with transaction.atomic():
+        a = Audit.objects.create(job_name=job.name, job_source=job_source, designs=designs, trackers=trackers,
+                                 worlds=ordered, created_by=user if getattr(user, "is_authenticated", False) else None)
+        units = AuditUnit.objects.bulk_create(
+            [AuditUnit(audit=a, world=w, design=d, tracker=t) for w in ordered for d in designs for t in trackers])
+        ids = [u.pk for u in units]
+        transaction.on_commit(lambda: _enqueue(a, ids))
+    return a
+
+
+def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True) -> None:
+    try:
+        with taskqueue.app.producer_or_acquire() as producer:
+            for pk in unit_ids:
+                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer)
+    except Exception as e:
+        log.exception("audit %s: cannot enqueue its units", a.pk)
+        if fail:
+            take(Audit, a.pk, Audit.Status.FAILED, error=f"could not reach the task broker ({type(e).__name__}: "
+                                                         f"{e}); resume the audit once it is back")
+        raise
+
+
+def _candidates(cell: agentaudit.Cell) -> list[dict[str, Any]]:
+    return [{"promise": -p, "seen": -s, "variant": i, "record": r.to_dict()}
+            for p, s, i, r in sorted(cell.candidates, reverse=True)]
+
+
+def audit_unit_run(*, unit_id: int) -> bool:
+    """Sweep one unit and store its counts and candidates; False (a no-op) if it is stored already,
+    gone, or its audit is not running. A unit past MAX_CHUNK_ATTEMPTS fails its audit."""
+    claimed = AuditUnit.objects.filter(pk=unit_id, stored=False, audit__status=Audit.Status.RUNNING)
+    if not claimed.update(attempts=F("attempts") + 1):
+        return False
+    unit = AuditUnit.objects.select_related("audit").get(pk=unit_id)
+    if unit.attempts > MAX_CHUNK_ATTEMPTS:
+        audit_failed(audit_id=unit.audit_id, error=f"unit {unit.world}, {unit.design}, {unit.tracker}: "
+                                                  f"{unit.attempts - 1} attempts did not finish")
+        return False
+    made, _ = agentaudit.variants(_job(unit.audit.job_source))
+    cell = agentaudit.sweep_unit(made, design(unit.design), unit.tracker, agentaudit.world(unit.world))
+    with transaction.atomic():
+        won = AuditUnit.objects.filter(pk=unit_id, stored=False).update(
+            stored=True, scenarios=cell.scenarios, expected=cell.expected, breaks=cell.breaks,
+            ok=cell.scenarios - cell.expected - cell.breaks, skipped=cell.skipped, candidates=_candidates(cell),
+            stored_at=timezone.now())
+    if won:
+        audit_finish(audit_id=unit.audit_id)
+    return bool(won)
+
+
+def audit_failed(*, audit_id: int, error: str) -> bool:
+    return take(Audit, audit_id, Audit.Status.FAILED, error=error[:ERROR_CHARS])
+
+
+def _cell(u: AuditUnit) -> agentaudit.Cell:
+    return agentaudit.Cell(u.scenarios, u.breaks, u.expected, u.skipped,
+                           [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"]))
+                            for c in u.candidates])
+
+
+def subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]:
+    """The audit's stored units as agentcore.audit Subjects (cells by world, first breaking world),
+    in the order of its designs and tracker modes; no witness."""
+    by = {(u.design, u.tracker, u.world): u for u in units}
+    out = []
+    for d in a.designs:
+        for t in a.trackers:
+            s = agentaudit.Subject(design(d), t)
+            for w in a.worlds:
+                u = by.get((d, t, w))
+                if u is not None and u.stored:
+                    s.cells[w] = _cell(u)
+                    if s.cells[w].breaks and not s.broken:
+                        s.broken = w
+            out.append(s)
+    return out
+
+
+def audit_finish(*, audit_id: int, site: str = "") -> bool:
+    """If every unit is stored: find each broken subject's witness (replaying its first breaking
+    world's candidates) and take the audit running -> done once. Whether it finished now."""
+    a = Audit.objects.get(pk=audit_id)
+    units = list(a.units.all())
+    if a.status != Audit.Status.RUNNING or any(not u.stored for u in units):
+        return False
+    made, _ = agentaudit.variants(_job(a.job_source))
+    names = [v.name for v in made]
+    witnesses = {}
+    for s in subjects(a, units):
+        if s.broken:
+            w = agentaudit.world(s.broken)
+            configs = agentaudit.unit_configs(made, s.design, s.tracker, w)
+            wit = agentaudit.shortest(w, configs, names, s.cells[s.broken].candidates, site)
+            s.witness = wit
+            witnesses[s.name] = {"world": wit.world, "variant": wit.variant, "record": wit.record.to_dict(),
+                                 "events": len(wit.timeline), "needed": wit.needed, "link": wit.link,
+                                 "lines": agentaudit.witness_lines(wit)}
+    return take(Audit, audit_id, Audit.Status.DONE, sources=[Audit.Status.RUNNING], witnesses=witnesses,
+                finished_at=timezone.now())
+
+
+def audit_resume(*, audit_id: int, manual: bool = True) -> int:
+    """Enqueue again every unit not stored (a failed audit runs again, with a fresh bound of
+    attempts); finishes an audit with every unit stored. Returns how many units were queued."""
+    with transaction.atomic():
+        a = Audit.objects.select_for_update().get(pk=audit_id)
+        if a.status == Audit.Status.DONE or (not manual and a.status != Audit.Status.RUNNING):
+            return 0
+        ids = list(a.units.filter(stored=False).values_list("pk", flat=True))
+        if ids and manual:
+            a.units.filter(pk__in=ids).update(attempts=0)
+        if a.status == Audit.Status.FAILED:
+            take(Audit, audit_id, Audit.Status.RUNNING, sources=[Audit.Status.FAILED], error="")
+        if ids:
+            transaction.on_commit(lambda: _enqueue(a, ids, fail=manual))
+    if not ids:
+        audit_finish(audit_id=audit_id)
+    return len(ids)
+
+
+_AUTO_RESUMED: dict[int, float] = {}
+
+
+def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) -> int:
+    """The stall watchdog for audits (as recovery.sweeps_resume_stalled for sweeps): a running audit
+    that stored no unit for `stalled_for` seconds (since its launch, its last stored unit or this
+    process's last resume of it) gets its unstored units queued again, only when the task queue is
+    empty; one with every unit stored is finished. Returns how many units were queued."""
+    from sweeps.services.recovery import _queued_messages
+
+    check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
+    now, mono = timezone.now(), time.monotonic()
+    cutoff = now - timedelta(seconds=stalled_for)
+    rows = Audit.objects.filter(status=Audit.Status.RUNNING, created_at__lt=cutoff)
+    if audit_id is not None:
+        rows = rows.filter(pk=audit_id)
+    stalled = []
+    for pk, last, unstored in rows.annotate(last=Max("units__stored_at"),
+                                            unstored=Count("units", filter=Q(units__stored=False))
+                                            ).values_list("pk", "last", "unstored"):
+        if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for or (last is not None and last >= cutoff):
+            continue
+        if unstored:
+            stalled.append(pk)
+        else:
+            audit_finish(audit_id=pk)
+    if not stalled or _queued_messages() != 0:
+        return 0
+    n = 0
+    for pk in stalled:
+        try:
+            n += audit_resume(audit_id=pk, manual=False)
+        except Exception:  # noqa: BLE001 - the broker went away meanwhile: the next round tries again
+            log.exception("audit %s: the stall watchdog could not queue its missing units", pk)
+            continue
+        _AUTO_RESUMED[pk] = mono
+    return n
