@@ -14,6 +14,7 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from agentcore import audit as _audit
 from agentcore.audit import VARIANTS
 from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
@@ -382,4 +383,40 @@ class WitnessForm(forms.Form):
             raise forms.ValidationError(e.messages) from None
         data["variant"] = data.get("variant") or "job"
         data["runs"] = data.get("runs") or 1
+        return data
+
+
+class AuditForm(forms.Form):
+    """Launch an audit (agentcore.audit): a built-in job or an uploaded one, designs, tracker modes
+    and world models (default: all of them). The service checks the choices again."""
+
+    job = forms.ChoiceField(choices=[(name, f"built-in: {name}") for name in BUILTIN], initial="triage",
+                            required=False)
+    job_file = forms.FileField(required=False, label="or a job file", help_text="replaces the built-in job")
+    designs = forms.MultipleChoiceField(choices=[(d, d) for d in DESIGNS], initial=list(DESIGNS),
+                                        widget=forms.CheckboxSelectMultiple)
+    trackers = forms.MultipleChoiceField(choices=[(m, m) for m in MODES], initial=list(MODES),
+                                         widget=forms.CheckboxSelectMultiple)
+    worlds = forms.MultipleChoiceField(choices=[(w.name, w.name) for w in _audit.WORLDS],
+                                       initial=[w.name for w in _audit.WORLDS], widget=forms.CheckboxSelectMultiple)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        f = data.get("job_file")
+        if f is not None:
+            if f.size > settings.SWEEPSITE_MAX_JOB_BYTES:
+                self.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+                return data
+            try:
+                data["job_source"], data["source_name"] = f.read().decode("utf-8"), f.name
+            except UnicodeDecodeError:
+                self.add_error("job_file", "the file is not UTF-8 text")
+                return data
+        else:
+            name = data.get("job") or "triage"
+            data["job_source"], data["source_name"] = builtin_job_source(name), f"builtin:{name}"
+        try:
+            parse(data["job_source"], data["source_name"])
+        except JobError as e:
+            self.add_error("job_file" if f is not None else "job", str(e))
         return data

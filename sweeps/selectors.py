@@ -393,3 +393,31 @@ def question_counts(sweep: Sweep | None, avoidable: bool | None = None) -> dict[
                        answered=Count("id", filter=~Q(status=Question.Status.OPEN)),
                        right=Count("id", filter=~Q(status=Question.Status.OPEN) & Q(answer=F("truth"))))
     return {k: v or 0 for k, v in agg.items()}
+
+
+def audit_list() -> Any:
+    """Audits, newest first, with their units stored and in all."""
+    from django.db.models import Count, Q
+
+    from sweeps.models import Audit
+
+    return Audit.objects.annotate(units_stored=Count("units", filter=Q(units__stored=True)),
+                                  units_total=Count("units")).order_by("-created_at")
+
+
+def audit_report(audit_id: int) -> dict[str, Any]:
+    """An audit's page: progress, the design x world table (the CLI's Markdown cells) and one verdict
+    line per (design, tracker mode) as agentcore.audit.verdict prints it, with its witness."""
+    from agentcore import audit as agentaudit
+    from sweeps.models import Audit
+    from sweeps.services.audits import subjects
+
+    a = Audit.objects.get(pk=audit_id)
+    units = list(a.units.all())
+    subs = subjects(a, units)
+    stored = sum(u.stored for u in units)
+    rows = [{"name": s.name, "cells": [s.cells[w].text if w in s.cells else "…" for w in a.worlds],
+             "verdict": agentaudit.verdict(s) if stored == len(units) else "",
+             "witness": (a.witnesses or {}).get(s.name)} for s in subs]
+    return {"audit": a, "stored": stored, "total": len(units), "worlds": a.worlds, "rows": rows,
+            "scenarios": sum(u.scenarios for u in units)}

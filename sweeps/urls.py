@@ -1,6 +1,6 @@
 from django.urls import path
 
-from sweeps.views import compare, downloads, launch, questions, scenarios, sweep
+from sweeps.views import audits, compare, downloads, launch, questions, scenarios, sweep
 
 app_name = "sweeps"
 urlpatterns = [
@@ -22,6 +22,8 @@ urlpatterns = [
     path("scenarios/<int:scenario_id>/", scenarios.scenario_detail, name="scenario"),
     path("questions/", questions.question_list, name="questions"),
     path("questions/<int:question_id>/answer/", questions.question_answer, name="answer"),
+    path("audits/", audits.audit_list, name="audits"),
+    path("audits/<int:audit_id>/", audits.audit_detail, name="audit"),
     path("witness/", scenarios.witness, name="witness"),
     path("compare/", compare.compare, name="compare"),
     path("compare/export.csv", compare.compare_export, name="compare_export"),

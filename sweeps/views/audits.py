@@ -1,0 +1,45 @@
+"""The audits: the list with its launch form, and one audit's page (progress, table, verdicts)."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_safe
+
+from sweeps import selectors
+from sweeps.forms import AuditForm
+from sweeps.models import Audit
+from sweeps.services import audits
+from sweeps.views._common import login_for_post, read_access
+
+
+@require_http_methods(["GET", "POST"])
+@read_access
+@login_for_post
+def audit_list(request: HttpRequest) -> HttpResponse:
+    form = AuditForm() if request.user.is_authenticated else None
+    if request.method == "POST":
+        form = AuditForm(request.POST, request.FILES)
+        if form.is_valid():
+            d = form.cleaned_data
+            try:
+                a = audits.audit_create(user=request.user, job_source=d["job_source"], designs=d["designs"],
+                                        trackers=d["trackers"], worlds=d["worlds"], source_name=d["source_name"])
+            except ValidationError as e:
+                form.add_error(None, e)
+            else:
+                return redirect("sweeps:audit", audit_id=a.pk)
+    status = 400 if form is not None and form.is_bound and form.errors else 200
+    return render(request, "sweeps/audit_list.html", {"form": form, "audits": selectors.audit_list()[:100]},
+                  status=status)
+
+
+@require_safe
+@read_access
+def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
+    try:
+        report = selectors.audit_report(audit_id)
+    except Audit.DoesNotExist:
+        raise Http404("no such audit") from None
+    return render(request, "sweeps/audit_detail.html", report)
