@@ -1,0 +1,116 @@
+"""The dashboard's audit: its counts and verdicts are agentcore.audit's (real Celery workers on
+PostgreSQL and Redis), a unit is stored once, and bad input stores nothing."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from agentcore import audit as agentaudit
+from agentcore import designs, jobs
+from sweeps import configs as sweep_configs
+from sweeps import selectors
+from sweeps.models import Audit, AuditUnit
+from sweeps.services import audits
+from tests.sweeps._web import record_enqueued
+
+TRIAGE = sweep_configs.builtin_job_source("triage")
+DESIGNS, TRACKERS = ["loop", "keys"], ["keyed"]
+WORLDS = ["panic", f"ttl:{agentaudit.TTL}", f"tool-faults-k:{agentaudit.MAX_ATTEMPTS + 1}"]
+
+
+def create(**kw):
+    args = {"user": None, "job_source": TRIAGE, "designs": DESIGNS, "trackers": TRACKERS, "worlds": WORLDS}
+    args.update(kw)
+    return audits.audit_create(**args)
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_the_dashboards_counts_verdicts_and_witnesses_equal_the_clis(celery_workers, wait_until):
+    a = create()
+    wait_until(lambda: Audit.objects.get(pk=a.pk).status == Audit.Status.DONE, timeout=300, what="the audit done")
+    cli = agentaudit.audit(jobs.load("triage"), [designs.get(d) for d in DESIGNS], TRACKERS,
+                           [agentaudit.world(w) for w in WORLDS], every=True, site="")
+    a.refresh_from_db()
+    mine = audits.subjects(a, list(a.units.all()))
+    assert [agentaudit.verdict(s) for s in mine] == [agentaudit.verdict(s) for s in cli.subjects]
+    assert [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in mine] == \
+        [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in cli.subjects]
+    assert {s.name: s.witness.link for s in cli.subjects if s.witness} == \
+        {name: w["link"] for name, w in a.witnesses.items()}
+    assert {s.name: agentaudit.witness_lines(s.witness) for s in cli.subjects if s.witness} == \
+        {name: w["lines"] for name, w in a.witnesses.items()}
+
+
+@pytest.mark.django_db
+def test_a_unit_run_twice_is_stored_once(monkeypatch):
+    record_enqueued(monkeypatch)
+    a = create(designs=["loop"], worlds=["panic"])
+    unit = a.units.get()
+    assert audits.audit_unit_run(unit_id=unit.pk) is True
+    first = AuditUnit.objects.get(pk=unit.pk)
+    assert audits.audit_unit_run(unit_id=unit.pk) is False
+    again = AuditUnit.objects.get(pk=unit.pk)
+    assert (again.scenarios, again.attempts, again.stored_at) == (first.scenarios, first.attempts, first.stored_at)
+    assert Audit.objects.get(pk=a.pk).status == Audit.Status.DONE
+
+
+@pytest.mark.django_db
+def test_the_unstored_units_are_queued_on_launch_and_again_by_resume(monkeypatch, django_capture_on_commit_callbacks):
+    sent = record_enqueued(monkeypatch)
+    with django_capture_on_commit_callbacks(execute=True):
+        a = create()
+    ids = sorted(a.units.values_list("pk", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert audits.audit_resume(audit_id=a.pk) == len(ids) == len(DESIGNS) * len(TRACKERS) * len(WORLDS)
+    assert sent == [("sweeps.tasks.audit_unit_run", (pk,)) for pk in ids * 2]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kw, message", [
+    ({"designs": ["nope"]}, "unknown design"),
+    ({"trackers": ["nope"]}, "unknown tracker mode"),
+    ({"worlds": ["nope"]}, "unknown world model"),
+    ({"designs": []}, "at least one design"),
+    ({"job_source": "{"}, "not valid JSON"),
+])
+def test_bad_input_raises_a_clear_error_and_stores_nothing(monkeypatch, kw, message):
+    record_enqueued(monkeypatch)
+    with pytest.raises(ValidationError, match=message):
+        create(**kw)
+    assert not Audit.objects.exists() and not AuditUnit.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_launch_form_shows_a_bad_choice_as_a_form_error_and_stores_nothing(client, django_user_model):
+    client.force_login(django_user_model.objects.create_user("ann"))
+    r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": ["nope"], "trackers": ["keyed"],
+                                               "worlds": ["panic"]})
+    assert r.status_code == 400 and b"nope" in r.content
+    assert not Audit.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_launch_form_stores_an_audit_and_its_page_shows_progress(client, django_user_model, monkeypatch):
+    record_enqueued(monkeypatch)
+    client.force_login(django_user_model.objects.create_user("ann"))
+    r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": DESIGNS, "trackers": TRACKERS,
+                                               "worlds": WORLDS})
+    a = Audit.objects.get()
+    assert r.status_code == 302 and r["Location"] == reverse("sweeps:audit", args=[a.pk])
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and b"0 of 6 units stored" in page.content
+
+
+@pytest.mark.django_db
+def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monkeypatch):
+    record_enqueued(monkeypatch)
+    a = create(worlds=["panic"])
+    for u in a.units.all():
+        audits.audit_unit_run(unit_id=u.pk)
+    report = selectors.audit_report(a.pk)
+    assert [r["verdict"] for r in report["rows"]] == [
+        "real loop, keyed tracker: safe", "+ idempotency keys: broken by panic (798 of 12521 scenarios)"]
+    assert report["rows"][1]["witness"]["link"].startswith("/witness/?job=triage")
