@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -34,7 +35,7 @@ from agentcore.jobs import parse as parse_job
 from agentcore.records import ScenarioRecord
 from agentcore.world import MODES
 from sweeps.configs import check, design
-from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
+from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES, POLL_SECONDS
 from sweeps.models import Audit, AuditUnit, take
 from sweeps.services import taskqueue
 
@@ -230,3 +231,22 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
             continue
         _AUTO_RESUMED[pk] = mono
     return n
+
+
+def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
+               check_alive: Callable[[], None]) -> Audit:
+    """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
+    --wait`), running its stall watchdog every quarter of `stalled_for`; the audit as it is then."""
+    start = time.monotonic()
+    next_watch = start + stalled_for
+    while True:
+        a = Audit.objects.get(pk=audit_id)
+        if a.status != Audit.Status.RUNNING:
+            return a
+        check_alive()
+        if time.monotonic() >= next_watch:
+            next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
+            audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)
+        if timeout is not None and time.monotonic() - start > timeout:
+            return a
+        time.sleep(POLL_SECONDS)

@@ -3,8 +3,11 @@ PostgreSQL and Redis), a unit is stored once, and bad input stores nothing."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from agentcore import audit as agentaudit
@@ -114,3 +117,20 @@ def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monke
     assert [r["verdict"] for r in report["rows"]] == [
         "real loop, keyed tracker: safe", "+ idempotency keys: broken by panic (798 of 12521 scenarios)"]
     assert report["rows"][1]["witness"]["link"].startswith("/witness/?job=triage")
+
+
+@pytest.mark.django_db
+def test_the_command_says_a_bad_design_in_one_line_and_stores_nothing():
+    with pytest.raises(CommandError, match="unknown design 'nope'"):
+        call_command("audit", "--design", "nope")
+    assert not Audit.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_command_waits_and_prints_the_clis_verdicts(celery_workers):
+    out = io.StringIO()
+    call_command("audit", "--design", "loop", "--design", "keys", "--tracker", "keyed", "--world", "panic",
+                 "--wait", "--timeout", "300", stdout=out, stderr=io.StringIO())
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "real loop, keyed tracker: safe"
+    assert lines[1] == "+ idempotency keys: broken by panic (798 of 12521 scenarios)"
