@@ -65,7 +65,16 @@ def question_resume(question_id: int) -> bool:
     return questions.question_resume(question_id=question_id)
 
 
-@shared_task(name=taskqueue.AUDIT_UNIT_RUN, **DELIVERY, **RETRY)
+class AuditUnitTask(Task):
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        unit_id = kwargs.get("unit_id", args[0] if args else None)
+        try:
+            audits.audit_unit_failed(unit_id=unit_id, error=f"{type(exc).__name__}: {exc}")
+        except Exception:  # noqa: BLE001 - the database itself may be what failed; the audit stays resumable
+            log.exception("audit unit %s: cannot record the failure", unit_id)
+
+
+@shared_task(name=taskqueue.AUDIT_UNIT_RUN, base=AuditUnitTask, **DELIVERY, **RETRY)
 def audit_unit_run(unit_id: int) -> bool:
     """Sweep and store one unit of an audit (no-op if it is stored already)."""
     return audits.audit_unit_run(unit_id=unit_id)

@@ -128,6 +128,17 @@ def audit_failed(*, audit_id: int, error: str) -> bool:
     return take(Audit, audit_id, Audit.Status.FAILED, error=error[:ERROR_CHARS])
 
 
+def audit_unit_failed(*, unit_id: int, error: str) -> bool:
+    """A unit whose task failed past its retries fails its audit with the message (unless the unit
+    is stored: a late failure of a redelivery); the audit's resume runs it again."""
+    unit = AuditUnit.objects.filter(pk=unit_id, stored=False).values_list("audit_id", "world", "design", "tracker")
+    row = unit.first()
+    if row is None:
+        return False
+    audit_id, world, design_name, tracker = row
+    return audit_failed(audit_id=audit_id, error=f"unit {world}, {design_name}, {tracker}: {error}")
+
+
 def _cell(u: AuditUnit) -> agentaudit.Cell:
     return agentaudit.Cell(u.scenarios, u.breaks, u.expected, u.skipped,
                            [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"]))

@@ -134,3 +134,15 @@ def test_the_command_waits_and_prints_the_clis_verdicts(celery_workers):
     lines = out.getvalue().splitlines()
     assert lines[0] == "real loop, keyed tracker: safe"
     assert lines[1] == "+ idempotency keys: broken by panic (798 of 12521 scenarios)"
+
+
+@pytest.mark.django_db
+def test_a_failed_unit_fails_its_audit_with_its_message_and_resume_runs_it_again(monkeypatch):
+    record_enqueued(monkeypatch)
+    a = create(designs=["loop"], worlds=["panic"])
+    unit = a.units.get()
+    assert audits.audit_unit_failed(unit_id=unit.pk, error="OperationalError: gone") is True
+    a.refresh_from_db()
+    assert a.status == Audit.Status.FAILED and a.error == "unit panic, loop, keyed: OperationalError: gone"
+    assert audits.audit_resume(audit_id=a.pk) == 1
+    assert Audit.objects.get(pk=a.pk).status == Audit.Status.RUNNING
