@@ -1,4 +1,4 @@
-"""The Django admin for sweeps, chunks, scenarios and questions.
+"""The Django admin for sweeps, chunks, scenarios, questions and audits.
 
 Big JSON columns (job text, timelines, durable state) are read-only and kept out of the lists;
 foreign keys are raw IDs so that a change page never loads 100,000 rows into a select.
@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
 
 
 @admin.register(Sweep)
@@ -61,3 +61,20 @@ class QuestionAdmin(admin.ModelAdmin):
     search_fields = ("qid", "key")
     raw_id_fields = ("sweep", "scenario", "answered_by")
     readonly_fields = ("call", "durable", "created_at")
+
+
+@admin.register(Audit)
+class AuditAdmin(admin.ModelAdmin):
+    list_display = ("id", "job_name", "status", "created_by", "created_at", "finished_at")
+    list_filter = ("status",)
+    raw_id_fields = ("created_by",)
+    readonly_fields = ("job_source", "designs", "trackers", "worlds", "witnesses", "created_at", "finished_at")
+
+
+@admin.register(AuditUnit)
+class AuditUnitAdmin(admin.ModelAdmin):
+    list_display = ("id", "audit", "world", "design", "tracker", "stored", "scenarios", "ok", "expected", "breaks",
+                    "attempts", "stored_at")
+    list_filter = ("stored", "world")
+    raw_id_fields = ("audit",)
+    readonly_fields = ("candidates",)
