@@ -25,6 +25,6 @@ def test_every_page_is_described():
     # /sweeps/N/heatmap/ in the README for sweeps/<int:sweep_id>/heatmap/; actions (POST) and
     # exports are described by what they do, not by address.
     pages = [r for r in routes if not re.search(r"launch|resume|answer|export|progress", r)]
-    letter = {"sweep_id": "N", "scenario_id": "M"}  # the README's names for the path parameters
+    letter = {"sweep_id": "N", "scenario_id": "M", "audit_id": "N"}  # the README's names for the path parameters
     documented = [r for r in pages if "/" + re.sub(r"<int:(\w+)>", lambda m: letter[m.group(1)], r) in README]
     assert documented == pages
