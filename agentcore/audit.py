@@ -75,6 +75,7 @@ from agentcore.sweep import plan_chunks, run_chunks
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
 TTL = DEFAULT_SWEEP_DEPTH + 1
+AUDIT_DEPTHS = (1, 2)  # a witness (replay, link, /witness/) names a first and a second crash point
 CANDIDATES = 16  # breaking scenarios replayed per broken (design, tracker mode) to find the shortest
 OK, EXPECTED, BREAK = "ok", "expected", "break"
 SITE = "http://127.0.0.1:8000"
@@ -273,6 +274,9 @@ def audit(job: Job, designs: Sequence[Design], trackers: Sequence[str], worlds: 
     """Audit each design with each tracker mode on `job` and its variants under `worlds` (the
     module's rules). `every`: sweep every cell, also past a (design, tracker mode)'s first break.
     `progress(world)` gives a callback (chunks done, chunks) for that world's sweep."""
+    if depth not in AUDIT_DEPTHS:
+        raise ValueError(f"the audit's depth is {' or '.join(map(str, AUDIT_DEPTHS))}, not {depth}: its witnesses "
+                         "replay and link two crash points at most")
     made, skipped = variants(job)
     result = AuditResult(job, depth, list(worlds), made, skipped, [Subject(d, t) for d in designs for t in trackers])
     for w in worlds:

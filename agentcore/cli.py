@@ -144,8 +144,8 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--world", action="append", default=[], metavar="W",
                    help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
-    a.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                   help="crash once, once and again (default 2), or in the second restart too")
+    a.add_argument("--depth", type=int, choices=audit.AUDIT_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
+                   help="crash once, or once and again (default 2)")
     a.add_argument("--format", choices=audit.FORMATS, default="text",
                    help="text or json: the verdicts (a broken design's later worlds are not swept); "
                         "markdown: the table of every design under every world (every cell swept)")

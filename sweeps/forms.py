@@ -20,7 +20,7 @@ from agentcore.config import CRASH_MODELS
 from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
 from agentcore.faults import MODELS
-from agentcore.jobs import BUILTIN, JobError, parse
+from agentcore.jobs import BUILTIN, Job, JobError, parse
 from agentcore.world import MODES
 from sweeps.configs import Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
@@ -71,6 +71,34 @@ def new_request_token() -> str:
 def printable(text: str) -> str:
     """Text a page can encode: a lone surrogate quoted from a hostile file becomes its escape."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def read_job_file(form: forms.Form, f: Any) -> tuple[str, str] | None:
+    """An uploaded job file's text and name, or None with the error added to the form's job_file."""
+    raw = f.read(settings.SWEEPSITE_MAX_JOB_BYTES + 1)
+    if len(raw) > settings.SWEEPSITE_MAX_JOB_BYTES:
+        form.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+        return None
+    try:
+        return raw.decode("utf-8-sig"), f.name or "upload"  # a byte order mark, as some editors write, is dropped
+    except UnicodeDecodeError:
+        form.add_error("job_file", "the file is not UTF-8 text")
+        return None
+
+
+def checked_job(form: forms.Form, field: str, source: str, name: str) -> Job | None:
+    """The job in `source`, parsed and storable as it is (the database keeps its text), or None with
+    the error added to the form's `field`."""
+    try:
+        job = parse(source, name)
+    except JobError as e:
+        form.add_error(field, printable(str(e)))
+        return None
+    problem = unstorable(json.loads(source))
+    if problem:
+        form.add_error(field, f"{name}: {problem}")
+        return None
+    return job
 
 
 def unstorable(value: Any, where: str = "file") -> str | None:
@@ -192,36 +220,23 @@ class LaunchForm(forms.Form):
                                        "choose \"upload a job file\" to sweep the file, or remove it")
             return data
         if data.get("job") == "triage":
-            source = builtin_job_source("triage")
-            name = "builtin:triage"
+            source, name = builtin_job_source("triage"), "builtin:triage"
         elif data.get("job") == "upload":
             f = data.get("job_file")
             if f is None:
                 if "job_file" not in self.errors:
                     self.add_error("job_file", "choose a job file to upload")
                 return data
-            raw = f.read(settings.SWEEPSITE_MAX_JOB_BYTES + 1)
-            if len(raw) > settings.SWEEPSITE_MAX_JOB_BYTES:
-                self.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+            read = read_job_file(self, f)
+            if read is None:
                 return data
-            try:
-                source = raw.decode("utf-8-sig")  # a byte order mark, as some editors write, is dropped
-            except UnicodeDecodeError:
-                self.add_error("job_file", "the file is not UTF-8 text")
-                return data
-            name = f.name or "upload"
+            source, name = read
         else:
             return data
-        field = "job_file" if data.get("job") == "upload" else "job"
-        try:
-            data["job_obj"] = parse(source, name)
-        except JobError as e:
-            self.add_error(field, printable(str(e)))
+        job = checked_job(self, "job_file" if data.get("job") == "upload" else "job", source, name)
+        if job is None:
             return data
-        problem = unstorable(json.loads(source))
-        if problem:
-            self.add_error(field, f"{name}: {problem}")
-            return data
+        data["job_obj"] = job
         data["job_source"] = source
         if data.get("preset") == "custom":
             if not data.get("designs"):
@@ -404,19 +419,12 @@ class AuditForm(forms.Form):
         data = super().clean()
         f = data.get("job_file")
         if f is not None:
-            if f.size > settings.SWEEPSITE_MAX_JOB_BYTES:
-                self.add_error("job_file", f"the file is larger than {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
-                return data
-            try:
-                data["job_source"], data["source_name"] = f.read().decode("utf-8"), f.name
-            except UnicodeDecodeError:
-                self.add_error("job_file", "the file is not UTF-8 text")
+            read = read_job_file(self, f)
+            if read is None:
                 return data
         else:
             name = data.get("job") or "triage"
-            data["job_source"], data["source_name"] = builtin_job_source(name), f"builtin:{name}"
-        try:
-            parse(data["job_source"], data["source_name"])
-        except JobError as e:
-            self.add_error("job_file" if f is not None else "job", str(e))
+            read = builtin_job_source(name), f"builtin:{name}"
+        if checked_job(self, "job_file" if f is not None else "job", *read) is not None:
+            data["job_source"], data["source_name"] = read
         return data

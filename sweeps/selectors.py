@@ -10,7 +10,9 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
-from agentcore.records import COLUMNS, TableRow
+from agentcore import audit as agentaudit
+from agentcore.records import COLUMNS, ScenarioRecord, TableRow
+from sweeps.configs import design
 from sweeps.limits import (
     COMPARE_CHOICES,
     DEFAULT_RATE,
@@ -20,7 +22,7 @@ from sweeps.limits import (
     ETA_WINDOW,
     RATE_SWEEPS,
 )
-from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
 from sweeps.schema import LIST_FIELDS, row_fields
 
 # Each table column (agentcore.records.COLUMNS) as an aggregate over a configuration's scenario rows.
@@ -395,12 +397,32 @@ def question_counts(sweep: Sweep | None, avoidable: bool | None = None) -> dict[
     return {k: v or 0 for k, v in agg.items()}
 
 
-def audit_list() -> Any:
+def _cell(u: AuditUnit) -> agentaudit.Cell:
+    return agentaudit.Cell(u.scenarios, u.breaks, u.expected, u.skipped,
+                           [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"]))
+                            for c in u.candidates])
+
+
+def audit_subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]:
+    """The audit's stored units as agentcore.audit Subjects (cells by world, first breaking world),
+    in the order of its designs and tracker modes; no witness."""
+    by = {(u.design, u.tracker, u.world): u for u in units}
+    out = []
+    for d in a.designs:
+        for t in a.trackers:
+            s = agentaudit.Subject(design(d), t)
+            for w in a.worlds:
+                u = by.get((d, t, w))
+                if u is not None and u.stored:
+                    s.cells[w] = _cell(u)
+                    if s.cells[w].breaks and not s.broken:
+                        s.broken = w
+            out.append(s)
+    return out
+
+
+def audit_list() -> QuerySet[Audit]:
     """Audits, newest first, with their units stored and in all."""
-    from django.db.models import Count, Q
-
-    from sweeps.models import Audit
-
     return Audit.objects.annotate(units_stored=Count("units", filter=Q(units__stored=True)),
                                   units_total=Count("units")).order_by("-created_at")
 
@@ -408,13 +430,9 @@ def audit_list() -> Any:
 def audit_report(audit_id: int) -> dict[str, Any]:
     """An audit's page: progress, the design x world table (the CLI's Markdown cells) and one verdict
     line per (design, tracker mode) as agentcore.audit.verdict prints it, with its witness."""
-    from agentcore import audit as agentaudit
-    from sweeps.models import Audit
-    from sweeps.services.audits import subjects
-
     a = Audit.objects.get(pk=audit_id)
     units = list(a.units.all())
-    subs = subjects(a, units)
+    subs = audit_subjects(a, units)
     stored = sum(u.stored for u in units)
     rows = [{"name": s.name, "cells": [s.cells[w].text if w in s.cells else "…" for w in a.worlds],
              "verdict": agentaudit.verdict(s) if stored == len(units) else "",

@@ -32,12 +32,12 @@ from django.utils import timezone
 from agentcore import audit as agentaudit
 from agentcore.jobs import JobError
 from agentcore.jobs import parse as parse_job
-from agentcore.records import ScenarioRecord
 from agentcore.world import MODES
+from sweeps import selectors
 from sweeps.configs import check, design
-from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES, POLL_SECONDS
+from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
-from sweeps.services import taskqueue
+from sweeps.services import recovery, taskqueue
 
 log = logging.getLogger(__name__)
 
@@ -139,30 +139,6 @@ def audit_unit_failed(*, unit_id: int, error: str) -> bool:
     return audit_failed(audit_id=audit_id, error=f"unit {world}, {design_name}, {tracker}: {error}")
 
 
-def _cell(u: AuditUnit) -> agentaudit.Cell:
-    return agentaudit.Cell(u.scenarios, u.breaks, u.expected, u.skipped,
-                           [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"]))
-                            for c in u.candidates])
-
-
-def subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]:
-    """The audit's stored units as agentcore.audit Subjects (cells by world, first breaking world),
-    in the order of its designs and tracker modes; no witness."""
-    by = {(u.design, u.tracker, u.world): u for u in units}
-    out = []
-    for d in a.designs:
-        for t in a.trackers:
-            s = agentaudit.Subject(design(d), t)
-            for w in a.worlds:
-                u = by.get((d, t, w))
-                if u is not None and u.stored:
-                    s.cells[w] = _cell(u)
-                    if s.cells[w].breaks and not s.broken:
-                        s.broken = w
-            out.append(s)
-    return out
-
-
 def audit_finish(*, audit_id: int, site: str = "") -> bool:
     """If every unit is stored: find each broken subject's witness (replaying its first breaking
     world's candidates) and take the audit running -> done once. Whether it finished now."""
@@ -173,7 +149,7 @@ def audit_finish(*, audit_id: int, site: str = "") -> bool:
     made, _ = agentaudit.variants(_job(a.job_source))
     names = [v.name for v in made]
     witnesses = {}
-    for s in subjects(a, units):
+    for s in selectors.audit_subjects(a, units):
         if s.broken:
             w = agentaudit.world(s.broken)
             configs = agentaudit.unit_configs(made, s.design, s.tracker, w)
@@ -213,8 +189,6 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
     that stored no unit for `stalled_for` seconds (since its launch, its last stored unit or this
     process's last resume of it) gets its unstored units queued again, only when the task queue is
     empty; one with every unit stored is finished. Returns how many units were queued."""
-    from sweeps.services.recovery import _queued_messages
-
     check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
     now, mono = timezone.now(), time.monotonic()
     cutoff = now - timedelta(seconds=stalled_for)
@@ -231,7 +205,7 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
             stalled.append(pk)
         else:
             audit_finish(audit_id=pk)
-    if not stalled or _queued_messages() != 0:
+    if not stalled or recovery.queued_messages() != 0:
         return 0
     n = 0
     for pk in stalled:
@@ -248,16 +222,6 @@ def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
                check_alive: Callable[[], None]) -> Audit:
     """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
     --wait`), running its stall watchdog every quarter of `stalled_for`; the audit as it is then."""
-    start = time.monotonic()
-    next_watch = start + stalled_for
-    while True:
-        a = Audit.objects.get(pk=audit_id)
-        if a.status != Audit.Status.RUNNING:
-            return a
-        check_alive()
-        if time.monotonic() >= next_watch:
-            next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
-            audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)
-        if timeout is not None and time.monotonic() - start > timeout:
-            return a
-        time.sleep(POLL_SECONDS)
+    return recovery.wait_for(lambda: Audit.objects.get(pk=audit_id), lambda a: a.status != Audit.Status.RUNNING,
+                             lambda: audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id),
+                             stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)

@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import Count, Max, Q
@@ -29,6 +29,8 @@ from sweeps.limits import POLL_SECONDS
 from sweeps.models import Chunk, Question, Sweep, take
 from sweeps.services import lifecycle, taskqueue
 from sweepsite.celery import app
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +121,7 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     stalled = _stalled(stalled_for, sweep_id, cutoff, mono)
     if not stalled:
         return 0
-    queued = _queued_messages()
+    queued = queued_messages()
     if queued is None or queued > 0:
         return 0
     n = 0
@@ -137,7 +139,7 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     return n
 
 
-def _queued_messages() -> int | None:
+def queued_messages() -> int | None:
     """How many messages wait in the dashboard's task queue; None if the broker cannot be asked."""
     from kombu.exceptions import ChannelError
 
@@ -160,17 +162,31 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
     `on_progress` (chunks stored); `check_alive` raises if the workers it relies on are gone. While
     it waits it runs the stall watchdog for this sweep every quarter of `stalled_for` (the workers
     run one too; `make run`'s may have it off): chunks whose messages were lost are queued again."""
+    def read() -> selectors.SweepState:
+        state = selectors.sweep_state(sweep_id)
+        on_progress(state.chunks_stored)
+        return state
+
+    return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
+                    lambda: sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id),
+                    stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+
+
+def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callable[[], Any], *, stalled_for: float,
+             timeout: float | None, check_alive: Callable[[], None]) -> T:
+    """`read()` every POLL_SECONDS until `finished` says so or `timeout` seconds have passed (the last
+    value read); `check_alive` raises if the workers are gone; `watch` (a stall watchdog round) runs
+    after `stalled_for` seconds, then every quarter of it. The wait of `manage.py sweep` and `audit`."""
     start = time.monotonic()
     next_watch = start + stalled_for
     while True:
-        state = selectors.sweep_state(sweep_id)
-        on_progress(state.chunks_stored)
-        if state.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING):
-            return state
+        value = read()
+        if finished(value):
+            return value
         check_alive()
         if time.monotonic() >= next_watch:
             next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
-            sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
+            watch()
         if timeout is not None and time.monotonic() - start > timeout:
-            return state
+            return value
         time.sleep(POLL_SECONDS)

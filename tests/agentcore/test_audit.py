@@ -190,3 +190,8 @@ def test_a_call_given_up_and_skipped_breaks_where_the_tool_recovers_on_a_tracker
     skipped, correct = result.subjects
     assert skipped.broken == tool.name and skipped.cells[tool.name].breaks > 0
     assert correct.broken == "" and correct.cells[tool.name].expected == 0
+
+
+def test_the_audit_refuses_depth_3_whose_witnesses_it_could_not_replay():
+    with pytest.raises(ValueError, match="depth is 1 or 2, not 3"):
+        audit.audit(jobs.load("triage"), [designs.get("loop")], ["keyed"], [audit.world("panic")], depth=3)

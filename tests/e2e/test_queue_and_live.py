@@ -103,7 +103,7 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_shows_the_scripted_table
 
 
 def test_the_table_grows_live_marked_partial_until_the_sweep_is_done(page, site, user, login, shot):
-    # Four job runs in sequence (about 130,000 scenarios): long enough, merged equal states and all, for
+    # Four job runs in sequence (134,376 scenarios): long enough, merged equal states and all, for
     # the 1.5 s poll to see the table grow (storing the rows takes most of it).
     expected = agentsweep.sweep([agentsweep.Config(c.job, c.design, c.tracker, 4, name=c.name)
                                  for c in agentsweep.table_configs(jobs.load("triage"))], depth=2, workers=2).rows

@@ -37,7 +37,7 @@ def test_the_dashboards_counts_verdicts_and_witnesses_equal_the_clis(celery_work
     cli = agentaudit.audit(jobs.load("triage"), [designs.get(d) for d in DESIGNS], TRACKERS,
                            [agentaudit.world(w) for w in WORLDS], every=True, site="")
     a.refresh_from_db()
-    mine = audits.subjects(a, list(a.units.all()))
+    mine = selectors.audit_subjects(a, list(a.units.all()))
     assert [agentaudit.verdict(s) for s in mine] == [agentaudit.verdict(s) for s in cli.subjects]
     assert [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in mine] == \
         [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in cli.subjects]

@@ -379,7 +379,7 @@ def watchdog(monkeypatch):
     """recovery.sweeps_resume_stalled with its queue length and its publishing recorded."""
     monkeypatch.setattr(recovery, "_AUTO_RESUMED", {})
     state: dict[str, Any] = {"queued": 0, "sent": [], "down": False}
-    monkeypatch.setattr(recovery, "_queued_messages", lambda: state["queued"])
+    monkeypatch.setattr(recovery, "queued_messages", lambda: state["queued"])
 
     def publish(args: Any, _n: str = "", **kw: Any) -> None:
         if state["down"]:
@@ -487,19 +487,19 @@ def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog):
 
 
 def test_the_queue_length_is_read_from_the_broker(fs_lab):
-    assert recovery._queued_messages() == 0
+    assert recovery.queued_messages() == 0
     for pk in (10**9, 10**9 + 1, 10**9 + 2):  # no such chunks: nobody runs them
         tasks.chunk_run.apply_async((pk,))
-    assert recovery._queued_messages() == 3
+    assert recovery.queued_messages() == 3
     with private_broker(f"redis://127.0.0.1:{_faults.free_port()}/0", {}, {}):
-        assert recovery._queued_messages() is None
+        assert recovery.queued_messages() is None
 
 
 @pytest.mark.services
 def test_the_queue_length_is_read_from_redis(redis_lab):
-    assert recovery._queued_messages() == 0
+    assert recovery.queued_messages() == 0
     tasks.chunk_run.apply_async((10**9,))
-    assert recovery._queued_messages() == 1
+    assert recovery.queued_messages() == 1
     assert str(app.conf.broker_url) == redis_lab.redis.url
 
 

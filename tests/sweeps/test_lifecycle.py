@@ -237,7 +237,7 @@ def test_a_chunk_that_fails_in_a_cancelled_sweep_does_not_fail_it(enqueued):
 
 
 def test_the_stall_watchdog_leaves_a_cancelled_sweep_alone(enqueued, monkeypatch):
-    monkeypatch.setattr(recovery, "_queued_messages", lambda: 0)  # an empty queue: it would requeue
+    monkeypatch.setattr(recovery, "queued_messages", lambda: 0)  # an empty queue: it would requeue
     sweep = create()
     lifecycle.sweep_cancel(sweep_id=sweep.pk)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(minutes=5))
@@ -627,7 +627,7 @@ def test_the_queued_tasks_of_a_deleted_sweep_are_no_ops_on_real_workers(celery_w
     doomed = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
     removed = lifecycle.sweep_delete(sweep_id=doomed.pk)
     assert removed["chunks"] == 824
-    wait_until(lambda: recovery._queued_messages() == 0, timeout=60, what="the workers to take its messages")
+    wait_until(lambda: recovery.queued_messages() == 0, timeout=60, what="the workers to take its messages")
     after = launch.sweep_create(user=None, job_source=TRIAGE, configs=LOOP, depth=1)
     wait_until(lambda: status(after) in ("done", "failed"), timeout=60, what="the next sweep")
     assert status(after) == Sweep.Status.DONE
