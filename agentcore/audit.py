@@ -360,9 +360,11 @@ def _witness(w: World, configs: list[Config], owners: list[tuple[Subject, Varian
 
 
 def shortest(w: World, configs: Sequence[Config], variant_names: Sequence[str],
-             candidates: Sequence[tuple[int, int, int, ScenarioRecord]], site: str) -> Witness:
+             candidates: Sequence[tuple[int, int, int, ScenarioRecord]], site: str,
+             audit_id: int | None = None) -> Witness:
     """The witness: the shortest timeline among `candidates` (Cell.candidates' tuples; their config
-    indexes `configs` and `variant_names`), of those as short, the first swept; each is replayed."""
+    indexes `configs` and `variant_names`), of those as short, the first swept; each is replayed.
+    Its link names the dashboard's audit `audit_id` in place of the job, if given."""
     best: tuple[tuple[int, int], int, ScenarioRecord, Played] | None = None
     for _, neg_seen, i, r in candidates:
         p = replay(configs[i], r.first_point, r.second_point)
@@ -372,7 +374,7 @@ def shortest(w: World, configs: Sequence[Config], variant_names: Sequence[str],
     assert best is not None
     _, i, r, p = best
     cfg, variant, timeline = configs[i], variant_names[i], p.timeline or []
-    return Witness(w.name, variant, r, timeline, link(site, cfg, variant, w, r.first_point, r.second_point),
+    return Witness(w.name, variant, r, timeline, link(site, cfg, variant, w, r.first_point, r.second_point, audit_id),
                    needed(timeline, _loss_runs(cfg, p)))
 
 
@@ -406,11 +408,15 @@ def needed(timeline: list[dict[str, Any]], loss_runs: set[int]) -> int:
 _RUN_ID = re.compile(r"\brun run-(\d+)\b")
 
 
-def link(site: str, cfg: Config, variant: str, w: World, first: int, second: int | None) -> str:
-    """The dashboard's page of one scenario: the job, its variant, the design, tracker mode, job
-    runs, crash points and the world's conditions (fsync as on/off, as the CLI spells it)."""
-    params: dict[str, Any] = {"job": cfg.job.name.removesuffix(f"+{variant}"), "variant": variant,
-                              "design": cfg.design.name, "tracker": cfg.tracker, "runs": cfg.runs, "first": first}
+def link(site: str, cfg: Config, variant: str, w: World, first: int, second: int | None,
+         audit_id: int | None = None) -> str:
+    """The dashboard's page of one scenario: the job (a built-in one by name, or the dashboard's
+    audit `audit_id` whose stored job it is), its variant, the design, tracker mode, job runs, crash
+    points and the world's conditions (fsync as on/off, as the CLI spells it)."""
+    job: dict[str, Any] = ({"job": cfg.job.name.removesuffix(f"+{variant}")} if audit_id is None
+                           else {"audit": audit_id})
+    params: dict[str, Any] = {**job, "variant": variant, "design": cfg.design.name, "tracker": cfg.tracker,
+                              "runs": cfg.runs, "first": first}
     if second is not None:
         params["second"] = second
     for c, v in w.conditions.items():

@@ -135,9 +135,10 @@ class LaunchForm(forms.Form):
                                help_text=f"JSON, at most {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
     preset = forms.ChoiceField(
         choices=[("table", "the chapter's table (11 configurations)"),
-                 ("audit", f"the audit: every design × every tracker mode ({len(DESIGNS) * len(MODES)} "
-                           "configurations), as python -m agentcore audit sweeps them under one world model: the "
-                           "world chosen below (the audit runs 2 job runs in sequence: set runs to 2)"),
+                 ("audit", f"one world of the audit: every design × every tracker mode ({len(DESIGNS) * len(MODES)} "
+                           "configurations) under the world chosen below, with rows and heatmaps (the audit runs 2 "
+                           "job runs in sequence: set runs to 2); the Audits page sweeps every world and gives "
+                           "the verdicts"),
                  ("custom", "the designs × tracker modes chosen below")],
         initial="table", widget=forms.RadioSelect)
     designs = forms.MultipleChoiceField(choices=[(d.name, f"{d.name} ({d.title})") for d in DESIGNS.values()],
@@ -360,11 +361,13 @@ class AnswerForm(forms.Form):
 
 
 class WitnessForm(forms.Form):
-    """One scenario of the audit (agentcore.audit.link's parameters): a built-in job or one of its
-    variants, a design (with planted bugs, "loop+reuse_run_id"), a tracker mode, job runs, the crash
-    points, and the world's conditions (the command line's spellings; fsync on or off)."""
+    """One scenario of the audit (agentcore.audit.link's parameters): a built-in job or the job of the
+    dashboard's audit `audit`, or one of its variants, a design (with planted bugs,
+    "loop+reuse_run_id"), a tracker mode, job runs, the crash points, and the world's conditions
+    (the command line's spellings; fsync on or off)."""
 
-    job = forms.ChoiceField(choices=[(j, j) for j in BUILTIN])
+    job = forms.ChoiceField(choices=[(j, j) for j in BUILTIN], required=False)
+    audit = forms.IntegerField(min_value=1, required=False)
     variant = forms.ChoiceField(choices=[(v, v) for v in VARIANTS], required=False)
     design = forms.CharField(max_length=200)
     tracker = forms.ChoiceField(choices=[(m, m) for m in MODES])
@@ -396,6 +399,8 @@ class WitnessForm(forms.Form):
             data["conditions"] = clean_conditions(**(Conditions()._asdict() | given))
         except ValidationError as e:
             raise forms.ValidationError(e.messages) from None
+        if bool(data.get("job")) == (data.get("audit") is not None):
+            raise forms.ValidationError("name a built-in job (job=) or a dashboard audit (audit=), one of them")
         data["variant"] = data.get("variant") or "job"
         data["runs"] = data.get("runs") or 1
         return data

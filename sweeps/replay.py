@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agentcore import audit, jobs
+from agentcore import audit
 from agentcore import sweep as agentsweep
+from agentcore.jobs import Job
 from agentcore.records import ScenarioRecord
 from agentcore.state import Durable
 from sweeps.configs import Conditions, agent_config, design
@@ -59,15 +60,15 @@ def scenario_records(sweep_id: int) -> Iterator[ScenarioRecord]:
         yield row_record(instance_values(sc), timeline, effects)
 
 
-def witness_replay(job: str, variant: str, design_name: str, tracker: str, runs: int, first: int,
+def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs: int, first: int,
                    second: int | None, conditions: Conditions) -> tuple[agentsweep.Config, agentsweep.Played]:
-    """One scenario of the audit (agentcore.audit), played again with its timeline: a built-in job or
-    its variant, crashed at `first` and, in a twice scenario, at `second` of the restart. Raises
+    """One scenario of the audit (agentcore.audit), played again with its timeline: the job or its
+    variant, crashed at `first` and, in a twice scenario, at `second` of the restart. Raises
     ValueError for a variant the job cannot have or a crash point the scenario never reaches."""
-    made, skipped = audit.variants(jobs.load(job))
+    made, skipped = audit.variants(job)
     by_name = {v.name: v.job for v in made}
     if variant not in by_name:
-        raise ValueError(f"job {job} has no variant {variant!r}: {dict(skipped).get(variant, 'unknown')}")
+        raise ValueError(f"job {job.name} has no variant {variant!r}: {dict(skipped).get(variant, 'unknown')}")
     cfg = agentsweep.Config(by_name[variant], design(design_name), tracker, runs, "scripted",
                             **conditions._asdict())
     reached = len(agentsweep.points(cfg))

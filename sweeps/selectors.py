@@ -11,6 +11,8 @@ from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from agentcore import audit as agentaudit
+from agentcore.jobs import Job
+from agentcore.jobs import parse as parse_job
 from agentcore.records import COLUMNS, ScenarioRecord, TableRow
 from sweeps.configs import design
 from sweeps.limits import (
@@ -21,6 +23,7 @@ from sweeps.limits import (
     ETA_RANGE,
     ETA_WINDOW,
     RATE_SWEEPS,
+    RESUME_OFFER_SECONDS,
 )
 from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
 from sweeps.schema import LIST_FIELDS, row_fields
@@ -427,6 +430,12 @@ def audit_list() -> QuerySet[Audit]:
                                   units_total=Count("units")).order_by("-created_at")
 
 
+def audit_job(audit_id: int) -> Job:
+    """The job an audit swept, parsed from its stored text (Audit.DoesNotExist if there is none)."""
+    a = Audit.objects.only("job_name", "job_source").get(pk=audit_id)
+    return parse_job(a.job_source, a.job_name)
+
+
 def audit_report(audit_id: int) -> dict[str, Any]:
     """An audit's page: progress, the design x world table (the CLI's Markdown cells) and one verdict
     line per (design, tracker mode) as agentcore.audit.verdict prints it, with its witness."""
@@ -437,5 +446,9 @@ def audit_report(audit_id: int) -> dict[str, Any]:
     rows = [{"name": s.name, "cells": [s.cells[w].text if w in s.cells else "…" for w in a.worlds],
              "verdict": agentaudit.verdict(s) if stored == len(units) else "",
              "witness": (a.witnesses or {}).get(s.name)} for s in subs]
+    last = max([u.stored_at for u in units if u.stored_at] + [a.created_at])
+    idle = (timezone.now() - last).total_seconds()
+    resumable = a.status == Audit.Status.FAILED or (
+        a.status == Audit.Status.RUNNING and idle >= RESUME_OFFER_SECONDS)
     return {"audit": a, "stored": stored, "total": len(units), "worlds": a.worlds, "rows": rows,
-            "scenarios": sum(u.scenarios for u in units)}
+            "scenarios": sum(u.scenarios for u in units), "resumable": resumable}

@@ -24,6 +24,7 @@ urlpatterns = [
     path("questions/<int:question_id>/answer/", questions.question_answer, name="answer"),
     path("audits/", audits.audit_list, name="audits"),
     path("audits/<int:audit_id>/", audits.audit_detail, name="audit"),
+    path("audits/<int:audit_id>/resume/", audits.audit_resume, name="audit_resume"),
     path("witness/", scenarios.witness, name="witness"),
     path("compare/", compare.compare, name="compare"),
     path("compare/export.csv", compare.compare_export, name="compare_export"),

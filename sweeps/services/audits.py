@@ -153,7 +153,7 @@ def audit_finish(*, audit_id: int, site: str = "") -> bool:
         if s.broken:
             w = agentaudit.world(s.broken)
             configs = agentaudit.unit_configs(made, s.design, s.tracker, w)
-            wit = agentaudit.shortest(w, configs, names, s.cells[s.broken].candidates, site)
+            wit = agentaudit.shortest(w, configs, names, s.cells[s.broken].candidates, site, a.pk)
             s.witness = wit
             witnesses[s.name] = {"world": wit.world, "variant": wit.variant, "record": wit.record.to_dict(),
                                  "events": len(wit.timeline), "needed": wit.needed, "link": wit.link,

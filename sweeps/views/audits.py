@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_safe
+from django.template.defaultfilters import pluralize
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from sweeps import selectors
 from sweeps.forms import AuditForm
 from sweeps.models import Audit
 from sweeps.services import audits
+from sweeps.views import errors
 from sweeps.views._common import login_for_post, read_access
 
 
@@ -43,3 +46,15 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
     except Audit.DoesNotExist:
         raise Http404("no such audit") from None
     return render(request, "sweeps/audit_detail.html", report)
+
+
+@require_POST
+@login_for_post
+def audit_resume(request: HttpRequest, audit_id: int) -> HttpResponse:
+    """Queue a failed or stalled audit's units not stored yet again (a done audit has none)."""
+    if not Audit.objects.filter(pk=audit_id).exists():
+        raise Http404("no such audit")
+    ok, n = errors.action(request, lambda: audits.audit_resume(audit_id=audit_id), "could not resume")
+    if ok:
+        messages.success(request, f"{n} unit{pluralize(n)} not stored yet queued again" if n else "nothing to resume")
+    return redirect("sweeps:audit", audit_id=audit_id)

@@ -16,12 +16,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from agentcore import jobs
 from sweeps import charts, limits, replay, selectors
 from sweeps.forms import (
     HeatmapForm,
     WitnessForm,
 )
-from sweeps.models import Scenario
+from sweeps.models import Audit, Scenario
 from sweeps.services import timelines
 from sweeps.views import errors
 from sweeps.views._common import (
@@ -166,11 +167,15 @@ def witness(request: HttpRequest) -> HttpResponse:
         return bad_request(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
     d = form.cleaned_data
     try:
-        cfg, played = replay.witness_replay(d["job"], d["variant"], d["design"], d["tracker"], d["runs"], d["first"],
+        job = jobs.load(d["job"]) if d["job"] else selectors.audit_job(d["audit"])
+    except Audit.DoesNotExist:
+        raise Http404("no such audit") from None
+    try:
+        cfg, played = replay.witness_replay(job, d["variant"], d["design"], d["tracker"], d["runs"], d["first"],
                                             d["second"], d["conditions"])
     except ValueError as e:
         return bad_request(request, str(e))
     return render(request, "sweeps/witness.html", {
-        "cfg": cfg, "played": played, "d": d, "conditions": cfg.conditions, "error": "",
+        "cfg": cfg, "played": played, "d": d, "job_name": job.name, "conditions": cfg.conditions, "error": "",
         **_timeline_context(played.timeline or [], played.effects or []),
     })

@@ -4,6 +4,8 @@ PostgreSQL and Redis), a unit is stored once, and bad input stores nothing."""
 from __future__ import annotations
 
 import io
+import json
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -41,7 +43,8 @@ def test_the_dashboards_counts_verdicts_and_witnesses_equal_the_clis(celery_work
     assert [agentaudit.verdict(s) for s in mine] == [agentaudit.verdict(s) for s in cli.subjects]
     assert [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in mine] == \
         [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in cli.subjects]
-    assert {s.name: s.witness.link for s in cli.subjects if s.witness} == \
+    # the CLI's links name the built-in job, the dashboard's its audit: the rest is the same
+    assert {s.name: s.witness.link.replace("job=triage", f"audit={a.pk}") for s in cli.subjects if s.witness} == \
         {name: w["link"] for name, w in a.witnesses.items()}
     assert {s.name: agentaudit.witness_lines(s.witness) for s in cli.subjects if s.witness} == \
         {name: w["lines"] for name, w in a.witnesses.items()}
@@ -116,7 +119,7 @@ def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monke
     report = selectors.audit_report(a.pk)
     assert [r["verdict"] for r in report["rows"]] == [
         "real loop, keyed tracker: safe", "+ idempotency keys: broken by panic (798 of 12521 scenarios)"]
-    assert report["rows"][1]["witness"]["link"].startswith("/witness/?job=triage")
+    assert report["rows"][1]["witness"]["link"].startswith(f"/witness/?audit={a.pk}&variant=")
 
 
 @pytest.mark.django_db
@@ -146,3 +149,59 @@ def test_a_failed_unit_fails_its_audit_with_its_message_and_resume_runs_it_again
     assert a.status == Audit.Status.FAILED and a.error == "unit panic, loop, keyed: OperationalError: gone"
     assert audits.audit_resume(audit_id=a.pk) == 1
     assert Audit.objects.get(pk=a.pk).status == Audit.Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_the_witness_of_an_uploaded_job_plays_the_audit_s_stored_job(client, monkeypatch):
+    record_enqueued(monkeypatch)
+    job = json.loads(TRIAGE) | {"name": "mine"}
+    a = create(job_source=json.dumps(job), designs=["keys"], worlds=["panic"])
+    for u in a.units.all():
+        audits.audit_unit_run(unit_id=u.pk)
+    link = Audit.objects.get(pk=a.pk).witnesses["+ idempotency keys"]["link"]
+    parts = urlsplit(link)
+    r = client.get(parts.path, dict(parse_qsl(parts.query)))
+    assert r.status_code == 200 and b"mine" in r.content
+
+
+@pytest.mark.django_db
+def test_a_witness_link_to_an_audit_that_is_gone_is_a_404(client):
+    r = client.get("/witness/", {"audit": 999, "design": "loop", "tracker": "keyed", "first": 3})
+    assert r.status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_failed_audit_s_page_offers_resume_and_the_button_queues_its_units(client, django_user_model,
+                                                                             monkeypatch,
+                                                                             django_capture_on_commit_callbacks):
+    sent = record_enqueued(monkeypatch)
+    a = create(designs=["loop"], worlds=["panic"])
+    audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
+    client.force_login(django_user_model.objects.create_user("ann"))
+    assert b'id="resume"' in client.get(reverse("sweeps:audit", args=[a.pk])).content
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(reverse("sweeps:audit_resume", args=[a.pk]), follow=True)
+    assert b"1 unit not stored yet queued again" in r.content
+    assert Audit.objects.get(pk=a.pk).status == Audit.Status.RUNNING
+    assert sent[-1] == ("sweeps.tasks.audit_unit_run", (a.units.get().pk,))
+
+
+@pytest.mark.django_db
+def test_a_running_audit_that_is_not_stalled_offers_no_resume(client, django_user_model, monkeypatch):
+    record_enqueued(monkeypatch)
+    a = create(designs=["loop"], worlds=["panic"])
+    client.force_login(django_user_model.objects.create_user("ann"))
+    page = client.get(reverse("sweeps:audit", args=[a.pk])).content
+    assert b'id="resume"' not in page and b'http-equiv="refresh"' in page
+
+
+@pytest.mark.django_db
+def test_resume_by_an_anonymous_user_is_refused_and_queues_nothing(client, monkeypatch,
+                                                                    django_capture_on_commit_callbacks):
+    sent = record_enqueued(monkeypatch)
+    a = create(designs=["loop"], worlds=["panic"])
+    audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
+    with django_capture_on_commit_callbacks(execute=True):
+        r = client.post(reverse("sweeps:audit_resume", args=[a.pk]))
+    assert r.status_code == 403 and sent == []
+    assert Audit.objects.get(pk=a.pk).status == Audit.Status.FAILED

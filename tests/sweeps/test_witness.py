@@ -58,6 +58,8 @@ def test_a_variant_s_witness_plays_the_variant(client):
     ({"second": 999}, "reaches"),
     ({"variant": "sideways"}, "variant"),
     ({"job": "other"}, "job"),
+    ({"job": "", "audit": ""}, "one of them"),
+    ({"audit": "1"}, "one of them"),
     ({"first": "x"}, "first"),
 ])
 def test_bad_parameters_are_a_400_that_says_what_is_wrong(client, params, message):
