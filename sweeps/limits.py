@@ -28,6 +28,11 @@ MAX_NAME = 200
 MAX_NOTES = 10_000
 # Job file uploads larger than this are refused by the form, as agentcore's parser refuses them.
 MAX_JOB_BYTES = agentlimits.MAX_JOB_BYTES
+# A request body (Content-Length) longer than this is answered 413 before it is read: the launch
+# form's job file at its limit, plus the rest of the form (notes of MAX_NOTES characters, up to 4
+# UTF-8 bytes each and percent-encoded 3 times that, the configurations, multipart headers).
+MAX_FORM_OVERHEAD_BYTES = 256 * 1024
+MAX_REQUEST_BYTES = MAX_JOB_BYTES + MAX_FORM_OVERHEAD_BYTES
 # Truncation of stored strings to their columns' sizes (models.py declares the same sizes).
 KIND_CHARS = 40
 LABEL_CHARS = 300

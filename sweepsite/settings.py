@@ -18,6 +18,7 @@ import dj_database_url
 import plotly
 
 from sweeps import limits
+from sweepsite import config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Under pytest (unless SWEEPSITE_VAR says where), the broker folder and the test database live in
@@ -33,8 +34,9 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 PRODUCTION = os.environ.get("DJANGO_PRODUCTION") == "1"
 if PRODUCTION:
-    SECRET_KEY = os.environ["SECRET_KEY"]
-    ALLOWED_HOSTS = [h for h in os.environ["ALLOWED_HOSTS"].split(",") if h]
+    # Missing: one line naming the variable (sweepsite.config), not a KeyError.
+    SECRET_KEY = config.required("SECRET_KEY")
+    ALLOWED_HOSTS = [h for h in config.required("ALLOWED_HOSTS").split(",") if h]
     DEBUG = False
     SECURE_SSL_REDIRECT = True
     SESSION_COOKIE_SECURE = True
@@ -44,7 +46,8 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 else:
-    SECRET_KEY = os.environ.get("SECRET_KEY", "dev-only-insecure-key-do-not-use-in-production")
+    # Generated once per install, kept in VAR_DIR/secret_key (mode 0600): never a key from the source.
+    SECRET_KEY = os.environ.get("SECRET_KEY") or config.install_secret_key(VAR_DIR)
     ALLOWED_HOSTS = os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1,testserver").split(",")
     DEBUG = os.environ.get("DJANGO_DEBUG", "0") == "1"
 
@@ -187,4 +190,44 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}
+
+# --- Hardening (issue 15 items 4-6): request bodies, Content-Security-Policy, health -------------
+# Kept in one block, after everything else, so that it only adds to the lists above.
+
+# Request bodies: a body longer than SWEEPSITE_MAX_REQUEST_BYTES (Content-Length) is answered 413 before
+# a byte of it is read, by the first middleware; an anonymous POST/PUT/PATCH/DELETE (but the log-in
+# and log-out forms) is refused right after the session is known, before CsrfViewMiddleware reads
+# the body. What is let through is read into memory only, never into a temporary file.
+SWEEPSITE_MAX_REQUEST_BYTES = limits.MAX_REQUEST_BYTES
+SWEEPSITE_ANONYMOUS_WRITES = ("login", "logout", "admin:login")
+DATA_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
+MIDDLEWARE = [
+    "sweepsite.request_guards.RequestSizeLimitMiddleware",
+    *MIDDLEWARE,
+    "csp.middleware.CSPMiddleware",
+]
+MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
+                  "sweepsite.request_guards.AnonymousWriteMiddleware")
+
+# Content-Security-Policy (django-csp 4), in every mode: scripts, styles, images, fonts and fetches
+# from this site only. No inline script or style anywhere: the pages' scripts are static files
+# (sweeps/static/sweeps/*.js) reading their data from <script type="application/json"> tags; Plotly
+# (plotly.min.js, a static file too) draws the heatmaps with SVG and CSSOM writes, which the policy
+# allows, and needs no eval. Its style rules come from a static stylesheet (see base.html).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
 }

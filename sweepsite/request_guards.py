@@ -1,0 +1,86 @@
+"""Requests refused before their body is read.
+
+Rules:
+- RequestSizeLimitMiddleware comes first: a Content-Length over settings.SWEEPSITE_MAX_REQUEST_BYTES
+  is answered 413 at once. Nothing reads the body; under runserver (`make run`) the handler, which
+  would drain the unread body after the answer, is told there is none, and the connection is closed.
+- AnonymousWriteMiddleware comes right after AuthenticationMiddleware, before any view and so before
+  CsrfViewMiddleware.process_view, which reads request.POST for the token: a POST, PUT, PATCH or
+  DELETE from a user who is not logged in is refused (the admin's pages send to the admin's log-in,
+  the others answer 403 with the site's page saying to log in), except the views named in
+  settings.SWEEPSITE_ANONYMOUS_WRITES (the log-in and log-out forms). Knowing the user reads the
+  session cookie, never the body.
+- Both close the connection: an unread body must not be taken for the next request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.core.handlers.wsgi import LimitedStream
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.urls import Resolver404, get_resolver, resolve, reverse
+
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+TOO_LARGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Request too large - sweepsite</title></head>
+<body><main><h1>Request too large</h1>
+<p class="error" id="too-large">This request's body is {length:,} bytes; the limit is {limit:,} bytes (a job file
+of at most {job:,} bytes and the rest of the form). Nothing was read or stored.</p></main></body></html>
+"""
+
+
+def _unread(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    stream = request.environ.get("wsgi.input")
+    if isinstance(stream, LimitedStream):  # runserver's own stream: it drains what is left after the answer
+        stream.limit = 0
+    response["Connection"] = "close"
+    return response
+
+
+def content_length(request: HttpRequest) -> int:
+    try:
+        return max(int(request.META.get("CONTENT_LENGTH") or 0), 0)
+    except ValueError:
+        return 0
+
+
+class RequestSizeLimitMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        length, limit = content_length(request), settings.SWEEPSITE_MAX_REQUEST_BYTES
+        if length > limit:
+            page = TOO_LARGE.format(length=length, limit=limit, job=settings.SWEEPSITE_MAX_JOB_BYTES)
+            return _unread(request, HttpResponse(page, status=413))
+        return self.get_response(request)
+
+
+class AnonymousWriteMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if request.method in WRITES and not request.user.is_authenticated and not self._allowed(request):
+            return _unread(request, self._refuse(request))
+        return self.get_response(request)
+
+    @staticmethod
+    def _allowed(request: HttpRequest) -> bool:
+        try:
+            match = resolve(request.path_info)
+        except Resolver404:
+            return False
+        return match.view_name in settings.SWEEPSITE_ANONYMOUS_WRITES
+
+    @staticmethod
+    def _refuse(request: HttpRequest) -> HttpResponseBase:
+        if request.path_info.startswith(reverse("admin:index")):
+            return redirect_to_login(request.get_full_path(), reverse("admin:login"))
+        handler = get_resolver().resolve_error_handler(403)
+        return handler(request, exception=PermissionDenied("log in to do this"))
