@@ -18,7 +18,7 @@ import dj_database_url
 import plotly
 
 from sweeps import limits
-from sweepsite import config
+from sweepsite import config, content_policy
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Under pytest (unless SWEEPSITE_VAR says where), the broker folder and the test database live in
@@ -212,22 +212,7 @@ MIDDLEWARE = [
 MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
                   "sweepsite.request_guards.AnonymousWriteMiddleware")
 
-# Content-Security-Policy (django-csp 4), in every mode: scripts, styles, images, fonts and fetches
-# from this site only. No inline script or style anywhere: the pages' scripts are static files
-# (sweeps/static/sweeps/*.js) reading their data from <script type="application/json"> tags; Plotly
-# (plotly.min.js, a static file too) draws the heatmaps with SVG and CSSOM writes, which the policy
-# allows, and needs no eval. Its style rules come from a static stylesheet (see base.html).
-CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'"],
-        "style-src": ["'self'"],
-        "img-src": ["'self'", "data:"],
-        "font-src": ["'self'"],
-        "connect-src": ["'self'"],
-        "object-src": ["'none'"],
-        "base-uri": ["'self'"],
-        "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
-    },
-}
+# Content-Security-Policy (django-csp 4), in every mode: everything from this site only, no inline
+# script (the pages' scripts are static files), nothing inline for styles but what Plotly needs
+# (sweepsite/content_policy.py says what and why).
+CONTENT_SECURITY_POLICY = content_policy.policy(Path(STATICFILES_DIRS[0][1]) / "plotly.min.js")
