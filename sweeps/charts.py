@@ -8,11 +8,17 @@ Cells with no scenario are null (drawn as the grey of the gaps between cells). E
 carries what the hover shows (the crash point's label; a second-map cell also its scenario's ID); the
 page's click handler opens a first-map cell's scenarios (x, y) or a second-map cell's scenario.
 
+Plotly reads the text it draws (hover labels, titles, tick labels) as its own markup (<b>, <br>,
+<span style=...>, <a href=...>): every text that comes from a job or a person (crash point labels,
+configuration names) goes in through `plotly_text`, which escapes < > & so that Plotly shows it as
+written.
+
 `timeline_lanes` lays out a scenario's timeline as swimlanes, which a template draws as SVG.
 """
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -64,6 +70,11 @@ MAX_TEXT_CELLS = 4000
 # Between cells and behind the cells with no scenario: a grey that every colour, even zero's near
 # white, stands out from.
 GAP_COLOR = "#d0d5dd"
+
+
+def plotly_text(text: str) -> str:
+    """Text Plotly shows as written, not as its markup: < > & as entities (which Plotly turns back)."""
+    return html.escape(text, quote=False)
 
 
 def kind_of(label: str | None) -> str:
@@ -135,7 +146,7 @@ def design_first_figure(cells: Iterable[Mapping[str, Any]], config_names: Sequen
             for m, z in grids.items():
                 z[row][col] = c.get(m) or 0
             label = labels.get((row, c["first_point"]), "")
-            custom[row][col] = label
+            custom[row][col] = plotly_text(label)
             text[row][col] = kind_code(label)
     views = _metric_views(grids, lambda t: f"{t}: configuration × first crash point",
                           lambda t: "%{customdata}<br>first point %{x}<br>" + t + ": %{z}<extra></extra>")
@@ -148,7 +159,7 @@ def design_first_figure(cells: Iterable[Mapping[str, Any]], config_names: Sequen
             "xaxis": {"title": {"text": "first crash point (the letters in a cell name its kind)"},
                       "zeroline": False, "showgrid": False, **({"dtick": 1} if width <= 40 else {})},
             "yaxis": {"tickmode": "array", "tickvals": list(range(len(config_names))),
-                      "ticktext": list(config_names), "autorange": "reversed", "automargin": True,
+                      "ticktext": [plotly_text(n) for n in config_names], "autorange": "reversed", "automargin": True,
                       "zeroline": False, "showgrid": False},
             "plot_bgcolor": GAP_COLOR,
             "height": 170 + 30 * len(config_names), "margin": {"t": 50, "r": 20, "b": 50},
@@ -181,9 +192,10 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
         if first >= 1 and second >= 1:
             for m, z in grids.items():
                 z[second - 1][first - 1] = c.get(m) or 0
-            custom[second - 1][first - 1] = [labels.get(first, ""), c.get("second_label") or "", c.get("id")]
+            custom[second - 1][first - 1] = [plotly_text(labels.get(first, "")), plotly_text(c.get("second_label") or ""),
+                                             c.get("id")]
             text[second - 1][first - 1] = kind_code(c.get("second_label"))
-    views = _metric_views(grids, lambda t: f"{config_name}: first × second crash point ({t})",
+    views = _metric_views(grids, lambda t: f"{plotly_text(config_name)}: first × second crash point ({t})",
                           lambda t: ("first %{x}: %{customdata[0]}<br>second %{y}: %{customdata[1]}<br>"
                                      + t + ": %{z}<br>scenario %{customdata[2]} (click: its timeline)<extra></extra>"))
     view = views.get(metric) or views["duplicates"]
@@ -194,7 +206,7 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
             "title": {"text": view["relayout"]["title.text"]},
             "xaxis": {"title": {"text": "first crash point", "standoff": 12}, "tickmode": "array",
                       "tickvals": list(range(1, width + 1)),
-                      "ticktext": [f"{p} {kind_of(labels.get(p))}".strip() for p in range(1, width + 1)],
+                      "ticktext": [plotly_text(f"{p} {kind_of(labels.get(p))}".strip()) for p in range(1, width + 1)],
                       "tickangle": -90, "automargin": True, "zeroline": False, "showgrid": False},
             "yaxis": {"title": {"text": "second crash point (in the restart)"}, "autorange": "reversed",
                       "zeroline": False, "showgrid": False, **({"dtick": 1} if height <= 40 else {})},

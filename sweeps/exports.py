@@ -13,6 +13,11 @@ Rules:
   ran, avoidable) only when a row has one, as agentcore.report does; CSV and JSON carry every column.
 - A scenario row carries the same condition fields after its configuration's name; the comparison CSV
   carries each sweep's conditions in words.
+- CSV cells are safe to open in a spreadsheet program: a text cell that starts with =, +, -, @, a tab
+  or a carriage return (a formula, or what a program takes for one: OWASP's "CSV injection") is
+  written with a ' in front (`spreadsheet_cell`), which the program shows and does not run. Numbers
+  are written as they are (a negative count stays a number). JSON, JSON lines and Markdown are
+  written as they are.
 - Scenario rows are produced lazily, a few hundred rows per piece of text, so a streamed response
   never holds 100,000 rows at once.
 """
@@ -47,6 +52,19 @@ CONDITION_FIELDS = Conditions._fields
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order.
 ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *RECORD_FIELDS)
 BATCH = 500
+# What a spreadsheet program may read as the start of a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_cell(value: Any) -> Any:
+    """A CSV cell's value, neutralised if it is text a spreadsheet would take for a formula (see the rules)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _cells(values: Iterable[Any]) -> list[Any]:
+    return [spreadsheet_cell(v) for v in values]
 
 
 def condition_values(conditions: Conditions) -> dict[str, str]:
@@ -68,7 +86,7 @@ def table_text(rows: Sequence[TableRow], suffix: str, conditions: Conditions) ->
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(("name", *COLUMNS, *CONDITION_FIELDS))
-        writer.writerows((r.name, *r.values(), *values.values()) for r in rows)
+        writer.writerows(_cells((r.name, *r.values(), *values.values())) for r in rows)
         return out.getvalue()
     if fmt == "json":
         return json.dumps([{**r.to_dict(), **values} for r in rows], indent=2) + "\n"
@@ -102,7 +120,7 @@ def rows_csv(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Itera
         writer.writerow(ROW_FIELDS)
         yield _take(out)
         for values in _with_conditions(rows, conditions):
-            writer.writerow(["" if v is None else v for v in values])
+            writer.writerow(_cells("" if v is None else v for v in values))
             yield _take(out)
 
     return _batched(lines())
@@ -138,5 +156,5 @@ def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_condi
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")
         cells = [("" if v is None else v) for c in r["cells"] for v in (c["a"], c["b"], c["diff"])]
-        writer.writerow([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells, *words])
+        writer.writerow(_cells([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells, *words]))
     return out.getvalue()

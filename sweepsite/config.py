@@ -16,15 +16,13 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
 SECRET_KEY_FILE = "secret_key"
-T = TypeVar("T")
 
 
 def required(name: str, why: str = "DJANGO_PRODUCTION=1 needs it") -> str:
@@ -67,17 +65,13 @@ def _read_key(path: Path) -> str:
 
 
 @contextmanager
-def one_line_errors(program: str) -> Iterator[None]:
-    """Run a program's start-up: an ImproperlyConfigured ends it with its message on one line, exit status 2."""
+def one_line_errors(program: str, status: int = 2) -> Iterator[None]:
+    """Run a program's start-up: an ImproperlyConfigured ends it with its message on one line (stderr)
+    and this exit status."""
     try:
         yield
     except ImproperlyConfigured as e:
         message = " ".join(str(e).split())
         sys.stderr.write(f"{program}: {message}\n")
-        sys.exit(2)
+        sys.exit(status)
 
-
-def configured(program: str, load: Callable[[], T]) -> T:
-    """load() under one_line_errors(program)."""
-    with one_line_errors(program):
-        return load()
