@@ -52,6 +52,9 @@ CONDITION_FIELDS = Conditions._fields
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order.
 ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *RECORD_FIELDS)
 BATCH = 500
+# RFC 4180's line end: with it, Python's csv module quotes a cell holding a carriage return (with "\n"
+# alone it writes a bare \r, which readers take for the end of the line).
+CSV_LINE_END = "\r\n"
 # What a spreadsheet program may read as the start of a formula (OWASP, CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -84,7 +87,7 @@ def table_text(rows: Sequence[TableRow], suffix: str, conditions: Conditions) ->
     values = condition_values(conditions)
     if fmt == "csv":
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csv.writer(out, lineterminator=CSV_LINE_END)
         writer.writerow(("name", *COLUMNS, *CONDITION_FIELDS))
         writer.writerows(_cells((r.name, *r.values(), *values.values())) for r in rows)
         return out.getvalue()
@@ -114,7 +117,7 @@ def _with_conditions(rows: Iterable[Mapping[str, Any]], conditions: Conditions) 
 def rows_csv(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[str]:
     """A header of ROW_FIELDS, then one line per row (None as an empty cell)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=CSV_LINE_END)
 
     def lines() -> Iterator[str]:
         writer.writerow(ROW_FIELDS)
@@ -149,7 +152,7 @@ def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_condi
     sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
     where a sweep lacks the row), then each sweep's conditions in words ("power-cut, fsync off")."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
                      *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
     words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]

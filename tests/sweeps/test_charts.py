@@ -269,3 +269,30 @@ def test_a_short_timeline_spreads_over_the_width_a_long_one_scrolls():
 def test_an_empty_timeline_has_no_process_lane():
     lanes = charts.timeline_lanes([])
     assert [lane["name"] for lane in lanes["lanes"]] == ["checkpoint", "tracker", "person"] and lanes["marks"] == []
+
+
+# --- job text is shown as text, not as Plotly's markup ------------------------------------------
+
+HOSTILE = '<span style="color:red;font-size:40px">big</span> & <b>bold</b>'
+ESCAPED = '&lt;span style="color:red;font-size:40px"&gt;big&lt;/span&gt; &amp; &lt;b&gt;bold&lt;/b&gt;'
+
+
+def test_design_first_escapes_labels_and_configuration_names():
+    fig = charts.design_first_figure(CELLS, [HOSTILE, "plain"], {**LABELS, (0, 1): "reply-arrived " + HOSTILE},
+                                     "duplicates")
+    assert fig["data"][0]["customdata"][0][0] == "reply-arrived " + ESCAPED
+    assert fig["layout"]["yaxis"]["ticktext"] == [ESCAPED, "plain"]
+    assert fig["data"][0]["text"][0][0] == "RA"  # the kind's code is read from the label as written
+
+
+def test_first_second_escapes_labels_and_the_configuration_name():
+    fig = charts.first_second_figure([pair(1, 1, 4, "reply-arrived " + HOSTILE)], {1: "tool-returned <i>x</i>"},
+                                     HOSTILE, "duplicates")
+    heat = fig["data"][0]
+    assert heat["customdata"][0][0][:2] == ["tool-returned &lt;i&gt;x&lt;/i&gt;", "reply-arrived " + ESCAPED]
+    assert fig["layout"]["title"]["text"].startswith(ESCAPED + ":")
+    assert all(ESCAPED in v["relayout"]["title.text"] for v in fig["metrics"].values())
+
+
+def test_plotly_text_escapes_only_what_plotly_reads_as_markup():
+    assert charts.plotly_text('a "quoted" \'x\' <br> & done') == 'a "quoted" \'x\' &lt;br&gt; &amp; done'

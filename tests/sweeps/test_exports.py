@@ -97,7 +97,7 @@ def test_rows_csv_header_and_values():
 
 
 def test_rows_csv_of_nothing_is_the_header():
-    assert "".join(exports.rows_csv([], PANIC)) == ",".join(exports.ROW_FIELDS) + "\n"
+    assert "".join(exports.rows_csv([], PANIC)) == ",".join(exports.ROW_FIELDS) + "\r\n"
 
 
 def test_rows_jsonl_one_object_per_line():
@@ -164,3 +164,40 @@ def test_condition_values_are_the_command_line_s_option_values():
     assert exports.condition_values(Conditions("kill", False, "none")) == {
         "crash_model": "kill", "fsync": "off", "tracker_fault": "none", "tool_faults": "first",
         "person_faults": "truthful", "model": "fixed", "seed": 0}
+
+
+# --- spreadsheet formulas (OWASP "CSV injection") -------------------------------------------------
+
+FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+
+
+def test_table_csv_neutralises_a_name_a_spreadsheet_would_run():
+    rows = [TableRow(name, 1, 2, calls_plus=-3) for name in FORMULAS]
+    lines = list(csv.DictReader(io.StringIO(exports.table_text(rows, "csv", PANIC), newline="")))
+    assert [line["name"] for line in lines] == ["'" + f for f in FORMULAS]
+    assert {line["calls_plus"] for line in lines} == {"-3"}  # a negative number stays a number
+
+
+def test_rows_csv_neutralises_every_text_cell_that_starts_a_formula():
+    rows = [row(config_name=f, first_label=f, second_label="@x", first_kind="ok -", calls_plus=-1) for f in FORMULAS]
+    lines = list(csv.DictReader(io.StringIO("".join(exports.rows_csv(rows, PANIC)), newline="")))
+    assert [(line["config_name"], line["first_label"]) for line in lines] == [("'" + f, "'" + f) for f in FORMULAS]
+    assert {line["second_label"] for line in lines} == {"'@x"} and {line["first_kind"] for line in lines} == {"ok -"}
+    assert {line["calls_plus"] for line in lines} == {"-1"}
+
+
+def test_compare_csv_neutralises_a_configuration_name():
+    cells = [{"col": c, "a": 1, "b": -1, "diff": -2} for c in COLUMNS]
+    out = exports.compare_csv([{"name": "=cmd|' /C calc'!A0", "a": {}, "b": {}, "changed": True, "cells": cells}],
+                              1, 2, PANIC, PANIC)
+    line = list(csv.DictReader(io.StringIO(out)))[0]
+    assert line["configuration"] == "'=cmd|' /C calc'!A0" and line[f"{COLUMNS[0]}_diff"] == "-2"
+
+
+def test_json_keeps_the_text_as_it_is():
+    rows = [row(config_name="=1+1")]
+    assert json.loads("".join(exports.rows_jsonl(rows, PANIC)))["config_name"] == "=1+1"
+
+
+def test_spreadsheet_cell_leaves_other_values_alone():
+    assert [exports.spreadsheet_cell(v) for v in ("a=b", "", 0, -5, None, 1.5)] == ["a=b", "", 0, -5, None, 1.5]
