@@ -7,10 +7,13 @@ Rules:
 - AnonymousWriteMiddleware comes right after AuthenticationMiddleware, before any view and so before
   CsrfViewMiddleware.process_view, which reads request.POST for the token: a POST, PUT, PATCH or
   DELETE from a user who is not logged in is refused (the admin's pages send to the admin's log-in,
-  the others answer 403 with the site's page saying to log in), except the views named in
+  the others answer 403 with the site's 403 page saying to log in, rendered here: Django's own 403
+  view checks the CSRF token, and so reads the body, when the request carries a CSRF cookie), except the views named in
   settings.SWEEPSITE_ANONYMOUS_WRITES (the log-in and log-out forms). Knowing the user reads the
   session cookie, never the body.
-- Both close the connection: an unread body must not be taken for the next request.
+- The answers are ordinary responses (a WSGI application may not send `Connection: close` itself):
+  gunicorn's sync workers close the connection after every answer; runserver keeps it open, and
+  should the client send the body after all, takes its first line for a bad request and closes.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from django.urls import Resolver404, get_resolver, resolve, reverse
+from django.shortcuts import render
+from django.urls import Resolver404, resolve, reverse
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -35,10 +38,10 @@ of at most {job:,} bytes and the rest of the form). Nothing was read or stored.<
 
 
 def _unread(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    """The answer to a request whose body stays unread (see the rules)."""
     stream = request.environ.get("wsgi.input")
     if isinstance(stream, LimitedStream):  # runserver's own stream: it drains what is left after the answer
         stream.limit = 0
-    response["Connection"] = "close"
     return response
 
 
@@ -82,5 +85,5 @@ class AnonymousWriteMiddleware:
     def _refuse(request: HttpRequest) -> HttpResponseBase:
         if request.path_info.startswith(reverse("admin:index")):
             return redirect_to_login(request.get_full_path(), reverse("admin:login"))
-        handler = get_resolver().resolve_error_handler(403)
-        return handler(request, exception=PermissionDenied("log in to do this"))
+        # The site's 403 page rendered here: Django's 403 view runs CSRF's check, which reads the body.
+        return render(request, "403.html", {"exception": "log in to do this"}, status=403)
