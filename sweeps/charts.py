@@ -192,8 +192,8 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
         if first >= 1 and second >= 1:
             for m, z in grids.items():
                 z[second - 1][first - 1] = c.get(m) or 0
-            custom[second - 1][first - 1] = [plotly_text(labels.get(first, "")), plotly_text(c.get("second_label") or ""),
-                                             c.get("id")]
+            custom[second - 1][first - 1] = [plotly_text(labels.get(first, "")),
+                                             plotly_text(c.get("second_label") or ""), c.get("id")]
             text[second - 1][first - 1] = kind_code(c.get("second_label"))
     views = _metric_views(grids, lambda t: f"{plotly_text(config_name)}: first × second crash point ({t})",
                           lambda t: ("first %{x}: %{customdata[0]}<br>second %{y}: %{customdata[1]}<br>"

@@ -287,10 +287,12 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
 
     name, text = download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/table.csv']"))
     assert name == f"sweep-{sweep.pk}-table.csv"
-    # What `python -m agentcore table --format csv` prints, each row ending with the sweep's conditions.
+    # What `python -m agentcore table --format csv` prints, each row ending with the sweep's conditions,
+    # a name a spreadsheet would run as a formula ("+ idempotency keys") neutralised with a '.
     cli = render(expected, "csv").splitlines()
     assert text.splitlines() == [cli[0] + ",crash_model,fsync,tracker_fault,tool_faults,person_faults,model,seed",
-                                 *(line + ",panic,on,none,first,truthful,fixed,0" for line in cli[1:])]
+                                 *(exports.spreadsheet_cell(line) + ",panic,on,none,first,truthful,fixed,0"
+                                   for line in cli[1:])]
 
     name, text = download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/scenarios.csv']"))
     assert name == f"sweep-{sweep.pk}-scenarios.csv"

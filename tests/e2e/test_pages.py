@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 
 from agentcore.records import COLUMNS
 from sweeps import configs as sweep_configs
+from sweeps import exports
 from sweeps.models import Scenario
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot, run_sweep
 
@@ -108,7 +109,9 @@ def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
         page.locator("#compare-csv").click()
     download = info.value
     assert download.failure() is None and download.suggested_filename == f"compare-sweep-{a.pk}-with-{b.pk}.csv"
-    lines = {r["configuration"]: r for r in csv.DictReader(io.StringIO(Path(download.path()).read_text()))}
+    # A name a spreadsheet would run as a formula ("+ idempotency keys") is written with a ' in front.
+    named = {exports.spreadsheet_cell(n): n for n in (both, only_a, only_b)}
+    lines = {named[r["configuration"]]: r for r in csv.DictReader(io.StringIO(Path(download.path()).read_text()))}
     assert {n: r["in"] for n, r in lines.items()} == {both: "both", only_a: "a only", only_b: "b only"}
     for col in ("once", "dups", "calls_plus"):
         ra, rb = getattr(rows_a[both], col), getattr(rows_b[both], col)
