@@ -106,5 +106,9 @@ ETA_WINDOW = 60.0
 WORKER_PING_SECONDS = 1.0
 WORKER_PING_ROUNDS = 3
 POLL_SECONDS = 0.05
+# `/healthz` (sweepsite.health): how long it waits for the broker's connection and for the workers'
+# answers; and a PostgreSQL connection's timeout (settings: an unreachable host fails in seconds).
+HEALTH_PING_SECONDS = 1.0
+DATABASE_CONNECT_SECONDS = 5
 # Workers `manage.py sweep --workers N` started get this long to finish their task when stopped.
 WORKER_STOP_SECONDS = 30

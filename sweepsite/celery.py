@@ -4,23 +4,54 @@ Every worker also runs the stall watchdog (a thread of its main process, started
 is ready): every quarter of settings.SWEEPSITE_STALL_SECONDS it calls
 services.recovery.sweeps_resume_stalled, which queues again the missing chunks of a sweep whose messages
 were lost (a SIGKILLed worker, a broker restarted empty). SWEEPSITE_STALL_SECONDS=0 turns it off.
+
+A worker starts only with a database that answers: before it takes any message (worker_init), it
+asks (sweepsite.health); if the database is unreachable it says so in one line and exits with
+status 1, rather than reporting ready and failing every task. A setting missing from the
+environment (production's SECRET_KEY) is one line too (sweepsite.config), when Celery first reads
+its configuration.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import worker_init, worker_ready, worker_shutting_down
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sweepsite.settings")
 
 app = Celery("sweepsite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@app.on_configure.connect
+def load_settings_or_say_what_is_missing(sender: Any = None, **kwargs: Any) -> None:
+    from django.conf import settings
+
+    from sweepsite.config import one_line_errors
+
+    with one_line_errors("celery"):
+        settings.INSTALLED_APPS  # noqa: B018 - loads the settings module
+
+
+@worker_init.connect
+def refuse_to_start_without_the_database(sender: Any = None, **kwargs: Any) -> None:
+    from django.db import connections
+
+    from sweepsite import health
+
+    problem = health.database_problem()
+    connections.close_all()
+    if problem:
+        sys.stderr.write(f"celery worker: {problem}: not started\n")
+        sys.stderr.flush()
+        raise SystemExit(1)
 
 log = logging.getLogger("sweepsite.watchdog")
 _watchdog_stop = threading.Event()

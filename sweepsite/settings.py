@@ -216,3 +216,9 @@ MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.Authenticatio
 # script (the pages' scripts are static files), nothing inline for styles but what Plotly needs
 # (sweepsite/content_policy.py says what and why).
 CONTENT_SECURITY_POLICY = content_policy.policy(Path(STATICFILES_DIRS[0][1]) / "plotly.min.js")
+
+# Health (sweepsite/health.py): /healthz answers plain HTTP too (a load balancer's probe, behind the
+# TLS proxy), and a PostgreSQL host that does not answer fails in seconds, not minutes.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+if "postgresql" in DATABASES["default"]["ENGINE"]:
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", limits.DATABASE_CONNECT_SECONDS)
