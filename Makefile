@@ -68,6 +68,40 @@ define SETUP
 @$(PY) manage.py collectstatic --noinput --clear -v 0
 endef
 
+# After the banner: once the web server answers, one line from its /healthz (sweepsite/health.py),
+# when every worker answers or after 60 s: "health: ok (database, broker, 2 live workers)" or
+# "health: PROBLEM: <reasons>" (live workers: all that consume the queue, these and any others).
+# Under make serve it asks with the first of ALLOWED_HOSTS as the host.
+define HEALTH_BANNER
+import json, os, sys, time, urllib.error, urllib.request
+host, port, want = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+names = [h for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h and "*" not in h]
+headers = {"Host": names[0].lstrip(".")} if os.environ.get("DJANGO_PRODUCTION") == "1" and names else {}
+deadline, report = time.monotonic() + 60, None
+while time.monotonic() < deadline:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"http://{host}:{port}/healthz", headers=headers), timeout=10) as r:
+            report = json.load(r)
+    except urllib.error.HTTPError as e:
+        try:
+            report = json.load(e)
+        except ValueError:
+            report = {"ok": False, "workers": 0, "problems": [f"/healthz answered {e.code}"]}
+    except (OSError, ValueError):
+        pass
+    if report is not None and report["workers"] >= want and report["ok"]:
+        break
+    time.sleep(1)
+if report is None:
+    print("health: PROBLEM: the web server did not answer /healthz within 60 s", flush=True)
+elif report["ok"]:
+    print(f"health: ok (database, broker, {report['workers']} live workers)", flush=True)
+else:
+    print("health: PROBLEM: " + "; ".join(report["problems"]) + f" ({report['workers']} live workers)", flush=True)
+endef
+export HEALTH_BANNER
+
 # $(WORKERS) Celery workers in the background, stopped with the web server (Ctrl-C or TERM), then
 # the web server ($(1)) in the foreground. Single-process (solo pool) workers rather than one prefork
 # worker with --concurrency $(WORKERS): on the filesystem broker a prefork worker fetches its next
@@ -81,6 +115,7 @@ define WITH_WORKERS
 			--without-gossip --without-mingle --without-heartbeat & pids="$$pids $$!"; \
 	done; \
 	echo "sweepsite: http://$(HOST):$(PORT)/  ($(WORKERS) Celery workers; Ctrl-C stops everything)"; \
+	$(PY) -c "$$HEALTH_BANNER" "$(HOST)" "$(PORT)" "$(WORKERS)" & pids="$$pids $$!"; \
 	$(1)
 endef
 
