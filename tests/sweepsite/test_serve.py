@@ -68,3 +68,13 @@ def test_make_serve_without_a_secret_key_says_which_variables_it_needs():
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert "set SECRET_KEY and ALLOWED_HOSTS" in done.stdout + done.stderr
+
+
+def test_make_serve_answers_healthz_on_plain_http_and_reports_it_after_its_banner(served, wait_until):
+    """A load balancer's probe needs no TLS: /healthz is exempt from the redirect to HTTPS."""
+    port, proc = served
+    r = _get(port, "/healthz")
+    assert r.status == 200 and r.getheader("Content-Type") == "application/json"
+    log = Path(settings.VAR_DIR) / "make-serve.log"
+    wait_until(lambda: "health:" in log.read_text(), timeout=90, what="make serve's health line")
+    assert "health: ok (database, broker, " in log.read_text()
