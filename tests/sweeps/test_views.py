@@ -12,9 +12,11 @@ import io
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -25,7 +27,7 @@ from agentcore.designs import DESIGNS
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
 from agentcore.world import MODES
-from sweeps import exports, selectors
+from sweeps import charts, exports, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
@@ -520,22 +522,29 @@ def test_heatmap_colours_the_world_s_outcomes_too(client, sweep, metric, z):
     assert re.search(rf'<option value="{metric}" selected>', page)
 
 
+def heatmap_script(page: str) -> str:
+    """The heatmap page's script: a static file (the Content-Security-Policy allows no inline script)."""
+    assert re.search(r'<script src="/static/sweeps/heatmap\.[0-9a-f]{12}\.js"></script>', page)
+    return (Path(settings.BASE_DIR) / "sweeps" / "static" / "sweeps" / "heatmap.js").read_text()
+
+
 def test_heatmap_metric_redraws_without_a_button(client, sweep):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
     assert re.search(r'<noscript><button type="submit">show</button></noscript>', page)  # without JS only
-    assert 'metric.addEventListener("change"' in page and "Plotly.update(" in page
+    script = heatmap_script(page)
+    assert 'metric.addEventListener("change"' in script and "Plotly.update(" in script
 
 
 def test_heatmap_second_map_cell_opens_its_timeline(client, sweep):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
     assert f'data-scenario-url="{reverse("sweeps:scenario", args=[0])}"' in page
-    assert "p.customdata[2]" in page and "?back=" in page
+    assert "p.customdata[2]" in heatmap_script(page) and "?back=" in heatmap_script(page)
 
 
 def test_heatmap_click_targets_the_scenario_list(client, sweep):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
     assert f'data-url="{reverse("sweeps:scenarios", args=[sweep.pk])}"' in page
-    assert "plotly_click" in page
+    assert "plotly_click" in heatmap_script(page)
 
 
 def test_heatmap_loads_plotly_once_from_static(client, sweep):
@@ -560,7 +569,8 @@ def test_heatmap_escapes_labels_in_its_script(client, sweep):
     Chunk.objects.filter(sweep=sweep, config=0, first_point=1).update(label="</script><b>x")
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk])))
     assert "</script><b>x" not in page
-    assert figure(page, "first")["data"][0]["customdata"][0][0] == "</script><b>x"
+    # As text for Plotly too: its markup (<b>) escaped, which Plotly shows as the characters.
+    assert figure(page, "first")["data"][0]["customdata"][0][0] == charts.plotly_text("</script><b>x")
 
 
 # --- 4. scenarios ------------------------------------------------------------------------------
@@ -1144,11 +1154,12 @@ def test_compare_export_is_the_difference_as_csv(auth, sweep, other_sweep):
     assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
     assert f'filename="compare-sweep-{sweep.pk}-with-{other_sweep.pk}.csv"' in r["Content-Disposition"]
     lines = list(csv.DictReader(io.StringIO(text(r))))
+    # A name a spreadsheet would run as a formula ("+ idempotency keys") carries a ' in front.
     by_name = {line["configuration"]: line for line in lines}
-    changed = by_name[sweep.configs[1]["name"]]
+    changed = by_name[exports.spreadsheet_cell(sweep.configs[1]["name"])]
     assert (changed["in"], changed["changed"], changed["dups_a"], changed["dups_b"], changed["dups_diff"]) == (
         "both", "yes", "1", "3", "2")
-    assert by_name[sweep.configs[2]["name"]]["in"] == "a only" and len(lines) == 4
+    assert by_name[exports.spreadsheet_cell(sweep.configs[2]["name"])]["in"] == "a only" and len(lines) == 4
 
 
 @pytest.mark.parametrize("query", ["", "?a=1", "?a=x&b=2"])
