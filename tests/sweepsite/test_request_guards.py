@@ -104,7 +104,7 @@ def test_the_log_in_form_still_takes_an_anonymous_post(django_user_model):
 
 # --- on the wire: make run (runserver) and make serve (gunicorn) --------------------------------
 
-def raw_request(port: int, head: str, timeout: float = 10) -> str:
+def raw_request(port: int, head: str, timeout: float = 30) -> str:
     """Send the request line and headers only (no body) and read the answer (its head, then as many
     bytes as its Content-Length says): it must come anyway."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
@@ -117,7 +117,8 @@ def raw_request(port: int, head: str, timeout: float = 10) -> str:
                     break
                 data += chunk
         except TimeoutError:
-            raise AssertionError(f"no whole answer within {timeout} s: the server waits for the body") from None
+            raise AssertionError(f"no whole answer within {timeout} s: the server waits for the body "
+                                 f"(received: {data[:300]!r})") from None
     return data.decode("latin-1")
 
 
