@@ -45,7 +45,8 @@ def healthz_in(env: dict[str, str]) -> tuple[int, dict]:
 # --- /healthz -----------------------------------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
-def test_healthz_is_200_with_the_live_workers(client, celery_workers):
+@pytest.mark.parametrize("where", ["embedded", pytest.param("postgresql-redis", marks=pytest.mark.services)])
+def test_healthz_is_200_with_the_live_workers(client, celery_workers, where):
     r = client.get("/healthz")
     body = r.json()
     assert r.status_code == 200 and body["ok"] is True, body
