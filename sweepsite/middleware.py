@@ -33,10 +33,19 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, OperationalError | InterfaceError):
+        if not isinstance(exception, UNREACHABLE):
             return None
-        log.error("%s %s: the database is unreachable (%s: %s)", request.method, request.path,
-                  type(exception).__name__, exception)
-        response = HttpResponse(PAGE, status=503)
-        response["Retry-After"] = "30"
-        return response
+        return unavailable(request, exception)
+
+
+# The database errors that mean "cannot be reached" (any other is a bug).
+UNREACHABLE = (OperationalError, InterfaceError)
+
+
+def unavailable(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """The 503 page for a database that cannot be reached (the details go to the log)."""
+    log.error("%s %s: the database is unreachable (%s: %s)", request.method, request.path,
+              type(exception).__name__, exception)
+    response = HttpResponse(PAGE, status=503)
+    response["Retry-After"] = "30"
+    return response

@@ -3,14 +3,15 @@
 Rules:
 - RequestSizeLimitMiddleware comes first: a Content-Length over settings.SWEEPSITE_MAX_REQUEST_BYTES
   is answered 413 at once. Nothing reads the body; under runserver (`make run`) the handler, which
-  would drain the unread body after the answer, is told there is none, and the connection is closed.
+  would drain the unread body after the answer, is told there is none.
 - AnonymousWriteMiddleware comes right after AuthenticationMiddleware, before any view and so before
   CsrfViewMiddleware.process_view, which reads request.POST for the token: a POST, PUT, PATCH or
   DELETE from a user who is not logged in is refused (the admin's pages send to the admin's log-in,
-  the others answer 403 with the site's 403 page saying to log in, rendered here: Django's own 403
-  view checks the CSRF token, and so reads the body, when the request carries a CSRF cookie), except the views named in
+  the others answer 403 with the site's 403 page saying to log in), except the views named in
   settings.SWEEPSITE_ANONYMOUS_WRITES (the log-in and log-out forms). Knowing the user reads the
-  session cookie, never the body.
+  session cookie, never the body (a database that cannot be reached for the session: the 503 page
+  of sweepsite.middleware, as a view's read would give). The 403 page is rendered here: Django's own 403 view checks the
+  CSRF token, and so reads the body, when the request carries a CSRF cookie.
 - The answers are ordinary responses (a WSGI application may not send `Connection: close` itself):
   gunicorn's sync workers close the connection after every answer; runserver keeps it open, and
   should the client send the body after all, takes its first line for a bad request and closes.
@@ -26,6 +27,8 @@ from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import Resolver404, resolve, reverse
+
+from sweepsite import middleware
 
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -69,8 +72,13 @@ class AnonymousWriteMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if request.method in WRITES and not request.user.is_authenticated and not self._allowed(request):
-            return _unread(request, self._refuse(request))
+        if request.method in WRITES and not self._allowed(request):
+            try:
+                anonymous = not request.user.is_authenticated  # a session cookie: the session's row
+            except middleware.UNREACHABLE as e:  # outside any view: the 503 page said here
+                return _unread(request, middleware.unavailable(request, e))
+            if anonymous:
+                return _unread(request, self._refuse(request))
         return self.get_response(request)
 
     @staticmethod
