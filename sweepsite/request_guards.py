@@ -12,9 +12,10 @@ Rules:
   session cookie, never the body (a database that cannot be reached for the session: the 503 page
   of sweepsite.middleware, as a view's read would give). The 403 page is rendered here: Django's own 403 view checks the
   CSRF token, and so reads the body, when the request carries a CSRF cookie.
-- The answers are ordinary responses (a WSGI application may not send `Connection: close` itself):
-  gunicorn's sync workers close the connection after every answer; runserver keeps it open, and
-  should the client send the body after all, takes its first line for a bad request and closes.
+- The answers are ordinary responses (a WSGI application may not send `Connection: close` itself).
+  gunicorn's sync workers close the connection after every answer. runserver closes it after the
+  413, which leaves before CommonMiddleware could give it a Content-Length; after the 403 it keeps
+  it open, and should the client send the body after all, takes its first line for a bad request.
 """
 
 from __future__ import annotations
