@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
+import redis
 from django.db import connection
 
-from agentcore import jobs
+from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
-from sweeps import selectors, tasks
+from sweeps import schema, selectors, tasks
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.schema import RECORD_FIELDS
 from sweeps.services import chunks, launch, questions, taskqueue
 from sweepsite.celery import app
+from tests.sweeps._faults import Workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +136,79 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scr
     assert sweep.total_chunks == Chunk.objects.filter(sweep=sweep, stored=True).count()
     assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
     assert sweep.table == agentcore_table
+
+
+# --- a big sweep on four workers -----------------------------------------------------------------
+
+FOUR = 4
+PAIRS = 8  # agentcore.jobs.turn_pairs: 212 first points, 23,564 scenarios at depth 2
+LOOP_KEYED = [{"name": "real loop, keyed tracker", "design": "loop", "tracker": "keyed"}]
+_SUCCEEDED = re.compile(r"Task (\S+)\[([0-9a-f-]+)\] succeeded in ([0-9.e-]+)s")
+
+
+@pytest.fixture
+def four_workers(transactional_db, tmp_path, monkeypatch):
+    """Four solo-pool workers (as `make run` starts them) on a queue of the test's own on the shared
+    Redis (the session's workers never take its messages); the launch publishes there, noting each
+    message's chunks by task ID. Yields (workers, {task id: chunk IDs})."""
+    queue = f"{sweepworkers.queue_name()}-four"
+    env = {**sweepworkers.worker_environ(), "SWEEPSITE_QUEUE": queue, "SWEEPSITE_STALL_SECONDS": "0"}
+    sent: dict[str, list[int]] = {}
+
+    def publish(name, args, producer):
+        sent[app.send_task(name, args, producer=producer, queue=queue).id] = list(args[0]) if name == \
+            tasks.chunks_run.name else [args[0]]
+
+    workers = Workers(tmp_path, env, pool="solo", concurrency=1, queue=queue)
+    try:
+        workers.start(FOUR)
+        monkeypatch.setattr(taskqueue, "publish", publish)
+        yield workers, sent
+    finally:
+        workers.stop()
+        client = redis.Redis.from_url(str(app.conf.broker_url))
+        for key in client.scan_iter(match=f"*{queue}*"):
+            client.delete(key)
+        client.close()
+
+
+def worker_shares(workers, sent):
+    """Per worker (its log): the messages, chunks and scenarios it stored and its busy seconds."""
+    scenarios = dict(Chunk.objects.filter(pk__in=[c for ids in sent.values() for c in ids])
+                     .values_list("pk", "scenarios"))
+    shares = []
+    for log in workers.logs:
+        done = [(m[2], float(m[3])) for m in _SUCCEEDED.finditer(log.read_text())]
+        ids = [c for task_id, _ in done for c in sent[task_id]]
+        shares.append({"messages": len(done), "chunks": len(ids), "scenarios": sum(scenarios[c] for c in ids),
+                       "busy": round(sum(s for _, s in done), 2)})
+    return shares
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four_workers, wait_until):
+    workers, sent = four_workers
+    assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
+    job = jobs.turn_pairs(PAIRS)
+    started = time.monotonic()
+    sweep = launch.sweep_create(user=None, job_source=jobs.turn_pairs_source(PAIRS), configs=LOOP_KEYED, depth=2)
+    wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=240, what="the sweep to finish")
+    took = time.monotonic() - started
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+
+    expected = agentsweep.sweep([agentsweep.Config(job, designs.get("loop"), "keyed")], depth=2).records[0]
+    stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values(*RECORD_FIELDS)
+    assert [schema.row_fields(r) for r in stored] == [{f: getattr(r, f) for f in RECORD_FIELDS} for r in expected]
+
+    shares = worker_shares(workers, sent)
+    print(f"\n{len(expected):,} scenarios in {sweep.total_chunks} chunks, {len(sent)} messages, {took:.1f} s "
+          f"on {FOUR} workers:")
+    for i, s in enumerate(shares, 1):
+        print(f"  worker {i}: {s['messages']} messages, {s['chunks']} chunks, {s['scenarios']:,} scenarios "
+              f"({s['scenarios'] / len(expected):.0%}), busy {s['busy']} s")
+    assert sum(s["messages"] for s in shares) == len(sent)  # each message ran once, on one of the four
+    assert sum(s["scenarios"] for s in shares) == len(expected)
+    # The split's own evenness is test_services' (estimates); here every worker took a real part.
+    assert all(s["scenarios"] >= len(expected) / (3 * FOUR) for s in shares), shares
