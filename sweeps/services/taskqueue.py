@@ -46,7 +46,7 @@ def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, secon
     return 1 if depth < 2 else max(1, npoints - first + 1) + 1
 
 
-def deal(costs: Sequence[tuple[int, int]]) -> list[list[int]]:
+def deal(weighed: Sequence[tuple[int, int]]) -> list[list[int]]:
     """Chunks, as (ID, estimated cost), dealt to messages in the order they are to be published.
 
     Guided self-scheduling: heaviest chunks first, each message about 1/MESSAGE_SHARE of the work
@@ -54,7 +54,7 @@ def deal(costs: Sequence[tuple[int, int]]) -> list[list[int]]:
     messages shrink toward the end: workers, each taking the next message when it is free, finish
     within a small message of each other, however many they are (on one host or several) and
     however fast. Each message in ID order."""
-    order = sorted(costs, key=lambda c: (-c[1], c[0]))
+    order = sorted(weighed, key=lambda c: (-c[1], c[0]))
     total = left = sum(cost for _, cost in order)
     messages: list[list[int]] = []
     hand: list[int] = []
@@ -71,8 +71,9 @@ def deal(costs: Sequence[tuple[int, int]]) -> list[list[int]]:
     return messages
 
 
-def costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]:
-    """These chunks of the sweep with their estimated costs (chunk_cost), in one read of its chunks."""
+def chunk_costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """These chunks with their estimated costs (chunk_cost), in one read of the sweep's chunks (a
+    chunk gone since, say with its deleted sweep, weighs 1: its task finds nothing to do)."""
     if len(chunk_ids) < 2:
         return [(pk, 1) for pk in chunk_ids]
     rows = list(Chunk.objects.filter(sweep_id=sweep.pk).values_list("pk", "config", "first_point", "second_from",
@@ -81,17 +82,18 @@ def costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]:
     for _, config, first, second_from, _ in rows:
         if not second_from:
             npoints[config] = max(first, npoints.get(config, 0))
-    wanted = set(chunk_ids)
-    return [(pk, chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to))
-            for pk, config, first, second_from, second_to in rows if pk in wanted]
+    cost = {pk: chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to)
+            for pk, config, first, second_from, second_to in rows}
+    return [(pk, cost.get(pk, 1)) for pk in chunk_ids]
 
 
 def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
             fail_sweep: bool = True) -> None:
     """Publish the tasks of these chunks (dealt by `deal`) and question resumes (see the rules)."""
+    messages = deal(chunk_costs(sweep, chunk_ids))
     try:
         with app.producer_or_acquire() as producer:
-            for batch in deal(costs(sweep, chunk_ids)):
+            for batch in messages:
                 if len(batch) == 1:
                     publish(CHUNK_RUN, (batch[0],), producer)
                 else:

@@ -345,7 +345,7 @@ def test_the_estimated_shares_of_a_16_pair_job_end_together(enqueued, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         sweep = create(job_source=jobs.turn_pairs_source(16), depth=2)
     messages = sent_messages(enqueued)
-    work = dict(taskqueue.costs(sweep, chunk_ids(sweep)))
+    work = dict(taskqueue.chunk_costs(sweep, chunk_ids(sweep)))
     assert len(work) == 420 and max(work.values()) >= 100 * min(work.values())
     assert max(sum(work[pk] for pk in m) for m in messages) <= sum(work.values()) / limits.MESSAGE_SHARE
     spreads = [finish_spread(messages, work, speeds) for speeds in SPEEDS]
