@@ -37,13 +37,13 @@ def publish(name: str, args: tuple[Any, ...], producer: Any) -> None:
 
 def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, second_to: int = 0) -> int:
     """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
-    agentcore.merge, playing is mostly each worker's first chunks). A depth-2 chunk stores its once
-    scenario and a twice scenario per point of its restart, which reaches about the points after
-    `first` of the uninterrupted run's `npoints`, and the one it crashed in again; a later chunk
-    (made after an answer) stores the twice scenarios second_from..second_to."""
+    agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
+    point of its restart, which reaches about the points from `first` on of the uninterrupted run's
+    `npoints` (the weight the sweep page's ETA gives a chunk, selectors._eta); at depth 1, its once
+    scenario. A later chunk (made after an answer) stores the twice scenarios second_from..second_to."""
     if second_from:
         return second_to - second_from + 1
-    return 1 if depth < 2 else max(1, npoints - first + 1) + 1
+    return npoints - first + 1 if depth >= 2 else 1
 
 
 def deal(weighed: Sequence[tuple[int, int]]) -> list[list[int]]:
