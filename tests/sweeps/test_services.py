@@ -349,7 +349,7 @@ def test_the_estimated_shares_of_a_16_pair_job_end_together(enqueued, django_cap
     assert len(work) == 420 and max(work.values()) >= 100 * min(work.values())
     assert max(sum(work[pk] for pk in m) for m in messages) <= sum(work.values()) / limits.MESSAGE_SHARE
     spreads = [finish_spread(messages, work, speeds) for speeds in SPEEDS]
-    assert max(spreads) <= 0.02, spreads  # equal messages (before): up to 14%
+    assert max(spreads) <= 0.03, spreads  # equal messages (before): up to 14%
 
 
 def test_four_workers_get_like_shares_of_a_big_job_and_store_agentcore_s_rows(
