@@ -58,10 +58,15 @@ COMPARE_CHOICES = 200  # the latest sweeps offered in the compare page's selects
 MAX_CHUNK_ATTEMPTS = 5
 # Chunks per task message: a chunk takes a few ms to play; up to 8 per message keep the broker's
 # round trip, the worker's per-task database connection and the store's transaction a small share
-# of the work, while a sweep still makes at least 32 messages so that workers share it evenly and
-# finish together. A message's chunks are stored together (one transaction).
+# of the work. A message's chunks are stored together (one transaction).
 MAX_CHUNKS_PER_TASK = 8
-MIN_MESSAGES = 32
+# Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/16 of the
+# estimated work not dealt yet, and none less than 1/128 of all of it (unless chunks run out). With
+# 4 workers the last messages are about 3% of a worker's share, so workers finish within that of
+# each other, where messages of equal size (1/32 each, before) left them up to 12% apart; and a
+# sweep makes about as many messages as before (the 8-pair loop job: 45, was 36).
+MESSAGE_SHARE = 16
+TAIL_SHARE = 1 / 128
 
 # --- the planned size, before launching --------------------------------------------------------
 

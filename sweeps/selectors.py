@@ -153,8 +153,8 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
 
     Work is weighed per chunk, not counted in chunks: at depth 2 a chunk holds one twice scenario per
     point its restart reaches, about n - f + 1 for first point f of a configuration of n points (1 per
-    chunk at depth 1). Left = (weight left) / (weight stored in the last ETA_WINDOW seconds, or since
-    the launch if that is shorter, per second)."""
+    chunk at depth 1; taskqueue.chunk_cost, by which messages are dealt). Left = (weight left) /
+    (weight stored in the last ETA_WINDOW seconds, or since the launch if that is shorter, per second)."""
     window = min(ETA_WINDOW, elapsed)
     recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
     # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.

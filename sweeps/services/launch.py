@@ -38,8 +38,8 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
                 person=person, created_by=user if getattr(user, "pk", None) else None, request_token=request_token,
                 total_chunks=len(planned.chunks), name=name, notes=notes, **planned.conditions._asdict(),
             )
-            heavy = _store_chunks(sweep, planned.chunks, planned.points)
-            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=heavy))
+            ids = _store_chunks(sweep, planned.chunks)
+            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=ids))
     except IntegrityError:
         if request_token is not None:  # two submits raced: the other one stored it
             existing = Sweep.objects.filter(request_token=request_token).first()
@@ -49,13 +49,12 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     return sweep
 
 
-def _store_chunks(sweep: Sweep, plan: list[Any], npoints: list[int]) -> list[int]:
-    """Store the planned chunks; their IDs heaviest first (an early first point has a long restart,
-    so many twice scenarios)."""
+def _store_chunks(sweep: Sweep, plan: list[Any]) -> list[int]:
+    """Store the planned chunks; their IDs (taskqueue.deal weighs them)."""
     chunks = Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],
                label=c.label[:LABEL_CHARS]) for c in plan])
     ids = [c.pk for c in chunks]
-    if None in ids:  # a backend that does not return keys from bulk inserts: read them in plan order
-        ids = list(Chunk.objects.filter(sweep=sweep).order_by("config", "first_point").values_list("pk", flat=True))
-    return [pk for _, pk in sorted(zip((c.first - npoints[c.config] for c in plan), ids, strict=True))]
+    if None in ids:  # a backend that does not return keys from bulk inserts: read them
+        ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+    return ids

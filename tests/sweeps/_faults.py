@@ -175,8 +175,9 @@ class Workers:
     """Celery worker processes on the test's broker and the test database, each in its own process group."""
 
     def __init__(self, folder: Path, env: dict[str, str], *, pool: str = "prefork", concurrency: int = 2,
-                 module: str | None = None) -> None:
+                 module: str | None = None, queue: str | None = None) -> None:
         self.folder, self.env, self.pool, self.concurrency = folder, env, pool, concurrency
+        self.queue = queue  # another queue than the session's (workers of the test's own on a shared broker)
         self.module = module  # a wrapper module run instead of `-m celery` (tests/sweeps/_poison_worker.py)
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
@@ -186,7 +187,7 @@ class Workers:
         for _ in range(n):
             i = len(self.procs)
             argv = sweepworkers.worker_argv(f"faults{i}-{os.getpid()}", "INFO", pool=self.pool,
-                                     concurrency=self.concurrency)
+                                     concurrency=self.concurrency, queue=self.queue)
             if self.module:
                 argv[1:3] = ["-m", self.module]
             log = self.folder / f"worker-{i}.log"
