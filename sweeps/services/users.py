@@ -29,9 +29,10 @@ def user_set_role(*, username: str, role: str, password: str | None = None) -> t
     with transaction.atomic():
         user, created = users.get_or_create(username=username)
         generated = secrets.token_urlsafe(12) if created and password is None else None
-        if password is not None or generated:
-            validate_password(password or generated, user)
-            user.set_password(password or generated)
+        new = generated if password is None else password
+        if new is not None:
+            validate_password(new, user)
+            user.set_password(new)
         user.is_staff = role == "staff" or user.is_superuser
         user.save()
         user.groups.remove(*Group.objects.filter(name__in=roles.ROLES))

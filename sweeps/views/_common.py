@@ -74,7 +74,7 @@ def login_for_post(view: View) -> View:
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
+        if request.method == "POST" and not request.user.is_authenticated:
             raise PermissionDenied("log in to do this")
         return view(request, *args, **kwargs)
 

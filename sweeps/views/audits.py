@@ -18,8 +18,8 @@ from sweeps.views._common import allow, login_for_post, read_access
 
 
 @require_http_methods(["GET", "POST"])
-@read_access
 @login_for_post
+@read_access
 def audit_list(request: HttpRequest) -> HttpResponse:
     form = AuditForm() if roles.may(request.user, "launch_audit") else None
     if request.method == "POST":

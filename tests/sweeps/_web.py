@@ -75,3 +75,16 @@ def waiting_sweep() -> Sweep:
     sweep.refresh_from_db()
     assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
     return sweep
+
+
+def member(name: str, role: str | None, **fields: Any) -> Any:
+    """A user in one of sweeps.roles' groups (None: in none), as `manage.py user NAME --role ROLE` makes
+    it; no password unless given (no slow hashing)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    fields.setdefault("is_staff", role == "staff")
+    user = get_user_model().objects.create_user(name, **fields)
+    if role is not None:
+        user.groups.add(Group.objects.get(name=role))
+    return user
