@@ -88,3 +88,13 @@ def member(name: str, role: str | None, **fields: Any) -> Any:
     if role is not None:
         user.groups.add(Group.objects.get(name=role))
     return user
+
+
+def logged_in(user: Any) -> Any:
+    """A test client with `user`'s session (None: nobody logged in)."""
+    from django.test import Client
+
+    c = Client()
+    if user is not None:
+        c.force_login(user)
+    return c

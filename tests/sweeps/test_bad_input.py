@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from django.urls import reverse
 
 from sweeps.forms import builtin_job_source
 from sweeps.models import Question, Scenario, Sweep
 from tests.sweeps import _data
-from tests.sweeps._web import counts, launch_data, member, record_enqueued, sent_resumes, waiting_sweep
+from tests.sweeps._web import counts, launch_data, logged_in, member, record_enqueued, sent_resumes, waiting_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -38,16 +37,12 @@ def enqueued(monkeypatch):
 # `client` reads as a viewer; `auth` acts as staff (these sweeps have no owner). Roles: test_roles.py.
 @pytest.fixture
 def client():
-    c = Client()
-    c.force_login(member("vic", "viewer"))
-    return c
+    return logged_in(member("vic", "viewer"))
 
 
 @pytest.fixture
 def auth():
-    c = Client()
-    c.force_login(member("ann", "staff"))
-    return c
+    return logged_in(member("ann", "staff"))
 
 
 def text(response) -> str:

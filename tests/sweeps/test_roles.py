@@ -23,7 +23,7 @@ from sweeps.configs import builtin_job_source
 from sweeps.models import Audit, Chunk, Question, Scenario, Sweep
 from sweeps.services import audits, launch, lifecycle, recovery
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data, member, record_enqueued
+from tests.sweeps._web import launch_data, logged_in, member, record_enqueued
 
 pytestmark = pytest.mark.django_db
 
@@ -45,10 +45,7 @@ def people() -> dict[str, Any]:
 
 
 def as_role(people: dict[str, Any], role: str) -> Client:
-    c = Client()
-    if people[role] is not None:
-        c.force_login(people[role])
-    return c
+    return logged_in(people[role])
 
 
 def owned_sweep(owner, **kw) -> Sweep:
@@ -254,12 +251,6 @@ def test_the_user_command_refuses_a_short_password_and_stores_nothing(monkeypatc
 
 # --- the per-user limit of unfinished sweeps ----------------------------------------------------
 
-def _launch_as(user) -> Client:
-    c = Client()
-    c.force_login(user)
-    return c
-
-
 def test_a_launch_beyond_the_limit_is_refused_with_a_message_and_stores_nothing(settings):
     settings.SWEEPSITE_MAX_RUNNING = 2
     olga = member("olga", "operator")
@@ -267,7 +258,7 @@ def test_a_launch_beyond_the_limit_is_refused_with_a_message_and_stores_nothing(
     _data.make_sweep(1, created_by=olga, status=Sweep.Status.WAITING)  # waiting for answers: unfinished too
     _data.make_sweep(1, created_by=olga, status=Sweep.Status.DONE)
     _data.make_sweep(1, created_by=olga, status=Sweep.Status.CANCELLED)
-    r = _launch_as(olga).post(reverse("sweeps:launch"), launch_data())
+    r = logged_in(olga).post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 400
     assert ("olga has 2 unfinished sweeps (running or waiting for answers), the most one user may have at once "
             "(2): wait for one to finish or cancel one") in r.content.decode()
@@ -277,13 +268,13 @@ def test_a_launch_beyond_the_limit_is_refused_with_a_message_and_stores_nothing(
 def test_the_limit_is_per_user(settings):
     settings.SWEEPSITE_MAX_RUNNING = 1
     _data.make_sweep(1, created_by=member("olga", "operator"))
-    r = _launch_as(member("otto", "operator")).post(reverse("sweeps:launch"), launch_data())
+    r = logged_in(member("otto", "operator")).post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 302 and Sweep.objects.filter(created_by__username="otto").count() == 1
 
 
 def test_a_launch_under_the_limit_goes_through_and_then_the_next_is_refused(settings):
     settings.SWEEPSITE_MAX_RUNNING = 1
-    c = _launch_as(member("olga", "operator"))
+    c = logged_in(member("olga", "operator"))
     assert c.post(reverse("sweeps:launch"), launch_data()).status_code == 302
     assert c.post(reverse("sweeps:launch"), launch_data()).status_code == 400
     assert Sweep.objects.count() == 1

@@ -31,7 +31,7 @@ from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data, member
+from tests.sweeps._web import launch_data, logged_in, member
 
 pytestmark = pytest.mark.django_db
 
@@ -43,9 +43,7 @@ pytestmark = pytest.mark.django_db
 # test_roles.py's.
 @pytest.fixture
 def client():
-    c = Client()
-    c.force_login(member("vic", "viewer"))
-    return c
+    return logged_in(member("vic", "viewer"))
 
 
 @pytest.fixture
@@ -65,9 +63,7 @@ def other():
 
 @pytest.fixture
 def auth(user):
-    c = Client()
-    c.force_login(user)
-    return c
+    return logged_in(user)
 
 
 @pytest.fixture

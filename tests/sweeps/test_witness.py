@@ -11,7 +11,7 @@ from django.test import Client
 
 from agentcore import audit, designs, jobs
 from agentcore.sweep import Config, replay
-from tests.sweeps._web import member
+from tests.sweeps._web import logged_in, member
 
 TRIAGE = jobs.load("triage")
 
@@ -19,9 +19,7 @@ TRIAGE = jobs.load("triage")
 @pytest.fixture
 def client(db):
     """A viewer: the witness shows call arguments and keys, which need a login (sweeps.roles)."""
-    c = Client()
-    c.force_login(member("vic", "viewer"))
-    return c
+    return logged_in(member("vic", "viewer"))
 
 
 def _get(client: Client, url: str):
