@@ -9,12 +9,16 @@ view; what it would change is read back from the database (tasks are recorded, n
 from __future__ import annotations
 
 import io
+import threading
+import time
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -300,3 +304,39 @@ def test_a_limit_of_0_is_no_limit_and_commands_have_none(settings):
     lifecycle.sweep_cancel(sweep_id=cancelled.pk)
     recovery.sweep_resume(sweep_id=cancelled.pk)  # no `limit`: the watchdog's and the commands' resume
     assert Sweep.objects.filter(status=Sweep.Status.RUNNING).count() == 5
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_two_launches_at_once_at_the_limit_make_one_sweep(settings, monkeypatch):
+    """The owner's row is locked before counting: the second launch waits for the first to commit
+    and then counts its sweep (without the lock both would count 0 and both would launch)."""
+    settings.SWEEPSITE_MAX_RUNNING = 1
+    olga = member("olga", "operator")
+    together = threading.Barrier(2)
+    real = lifecycle.check_running_limit
+
+    def check_together(owner_id):
+        together.wait(timeout=10)
+        real(owner_id)
+        time.sleep(0.3)  # the first one holds the lock a while, its sweep not yet stored
+
+    monkeypatch.setattr(lifecycle, "check_running_limit", check_together)
+    outcomes: list[str] = []
+
+    def launch_one():
+        try:
+            launch.sweep_create(user=olga, job_source=builtin_job_source("triage"), configs=LOOP, depth=1)
+            outcomes.append("launched")
+        except ValidationError:
+            outcomes.append("refused")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=launch_one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert sorted(outcomes) == ["launched", "refused"]
+    assert Sweep.objects.filter(created_by=olga).count() == 1
