@@ -114,8 +114,9 @@ def test_the_tour_of_the_main_flows(page, site, wait_until):
     page.goto(f"{site.url}/sweeps/{queue_id}/questions/")
     expect(page.locator("main")).to_contain_text("did this call happen?")
     snap(page, "08-questions")
-    # Every question answered truthfully, round after round, until the sweep is done.
-    for _ in range(20):
+    # Every question answered truthfully, round after round, until the sweep is done (up to 3 min: each
+    # round's resumes take the workers a while on this loaded machine).
+    for _ in range(180):
         if Sweep.objects.get(pk=queue_id).status == "done":
             break
         if Question.objects.filter(sweep_id=queue_id, status="open").exists():
