@@ -18,8 +18,8 @@ def user_set_role(*, username: str, role: str, password: str | None = None) -> t
     """Make `role` the user's only role group, creating the user first if there is none by that name,
     and set `password` if given (a new user without one gets a generated one). Staff also get
     is_staff (the admin: users, lockouts); the other roles lose it (a superuser stays one).
-    Returns (user, the generated password or None). Raises ValidationError for an unknown role, an empty username or a
-    password the validators refuse; nothing is stored then."""
+    Returns (user, the generated password or None). Raises ValidationError for an unknown role, an
+    empty username or a password the validators refuse; nothing is stored then."""
     if role not in roles.ROLES:
         raise ValidationError(f"unknown role {role!r} (choose from {', '.join(roles.ROLES)})")
     username = (username or "").strip()
