@@ -121,7 +121,7 @@ def redis_lab(tmp_path: Path) -> Iterator[Lab]:
 
 @pytest.fixture
 def auth(client: Any, django_user_model: Any) -> Any:
-    client.force_login(member("faults", "operator", password="pw-faults-123"))
+    client.force_login(member("faults", "staff", password="pw-faults-123"))  # resumes ownerless sweeps
     return client
 
 
