@@ -108,3 +108,15 @@ WORKER_PING_ROUNDS = 3
 POLL_SECONDS = 0.05
 # Workers `manage.py sweep --workers N` started get this long to finish their task when stopped.
 WORKER_STOP_SECONDS = 30
+
+# --- logins and users --------------------------------------------------------------------------
+
+# django-axes: this many failed logins for one username from one address lock that pair out, for
+# LOCKOUT_MINUTES (0: until staff unlock it). A wrong password 60 times in a row was answered in
+# 18 s before; 5 keeps a person's typos well clear and a guesser at 5 tries per quarter hour.
+LOGIN_FAILURES = 5
+LOCKOUT_MINUTES = 15
+# Unfinished sweeps (running, or waiting for answers) one user may have at once: a launch or a
+# resume beyond it is refused with a message (settings.SWEEPSITE_MAX_RUNNING; 0: no limit). The
+# workers are shared; a few sweeps each already keep both cores of the machine busy.
+MAX_RUNNING_PER_USER = 3

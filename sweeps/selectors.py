@@ -92,16 +92,6 @@ def sweep_contents(sweep: Sweep) -> dict[str, int]:
             "questions": Question.objects.filter(sweep=sweep).count()}
 
 
-def may_change(user: Any, sweep: Sweep, action: str = "change") -> bool:
-    """Whether `user` may delete ("delete") or edit the name and notes of ("change") the sweep: its
-    owner, staff, or a user given Django's sweeps.delete_sweep / sweeps.change_sweep permission.
-    (Cancel and resume are open to every logged-in user: they lose nothing.)"""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_staff or (sweep.created_by_id is not None and sweep.created_by_id == user.pk)
-                or user.has_perm(f"sweeps.{action}_sweep"))
-
-
 class SweepState(NamedTuple):
     status: str
     error: str

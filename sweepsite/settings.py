@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -137,8 +138,6 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "sweeps:list"
 LOGOUT_REDIRECT_URL = "sweeps:list"
 
-# Reading pages without logging in; launching, answering and exporting always need a login.
-SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "1") == "1"
 # Job file uploads larger than this are refused by the form.
 SWEEPSITE_MAX_JOB_BYTES = limits.MAX_JOB_BYTES
 
@@ -188,3 +187,23 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+
+# --- Logins and roles (sweeps.roles says who may do what) -------------------------------------
+# Reading needs a login (the viewer role or more) unless SWEEPSITE_PUBLIC_READ=1 opens the pages
+# without call arguments or keys to anonymous visitors; launching, answering and exporting always
+# need a login and a role that allows them.
+SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "0") == "1"
+# Unfinished sweeps per user (launch and resume refuse more; 0: no limit).
+SWEEPSITE_MAX_RUNNING = int(os.environ.get("SWEEPSITE_MAX_RUNNING", str(limits.MAX_RUNNING_PER_USER)))
+# django-axes: failed logins per (username, address) pair before it is locked out; staff unlock it
+# in the admin (Access attempts) or with `manage.py axes_reset_username NAME`.
+INSTALLED_APPS.insert(INSTALLED_APPS.index("sweeps"), "axes")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks: it turns a lockout into the page
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("SWEEPSITE_LOGIN_FAILURES", str(limits.LOGIN_FAILURES)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+_LOCKOUT_MINUTES = float(os.environ.get("SWEEPSITE_LOCKOUT_MINUTES", str(limits.LOCKOUT_MINUTES)))
+AXES_COOLOFF_TIME = timedelta(minutes=_LOCKOUT_MINUTES) if _LOCKOUT_MINUTES > 0 else None
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "sweepsite.lockout.lockout_response"
+AXES_VERBOSE = False

@@ -1,5 +1,5 @@
 """Every write of the dashboard, by concern: launch, chunks, recovery, lifecycle, questions,
-timelines; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
+timelines, users; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
 sweeps.replay's, which write nothing).
 
 Rules:

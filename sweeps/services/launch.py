@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
-from sweeps.services import taskqueue
+from sweeps.services import lifecycle, taskqueue
 
 
 def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
@@ -22,7 +22,9 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
     for the sweep (optional). Every configuration is swept under `conditions` (sweeps.configs.Conditions'
     fields: crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed; agentcore's
-    choices and spellings, its defaults for those not given), stored with the sweep.
+    choices and spellings, its defaults for those not given), stored with the sweep. A `user` at
+    the limit of unfinished sweeps (settings.SWEEPSITE_MAX_RUNNING) is refused (ValidationError);
+    commands pass no user and have no limit.
     """
     if request_token is not None:
         check(isinstance(request_token, str) and 0 < len(request_token) <= REQUEST_TOKEN_CHARS, "bad request token")
@@ -31,11 +33,13 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             return existing
     name, notes = clean_name_notes(name, notes)
     planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
+    owner_id = getattr(user, "pk", None)
     try:
         with transaction.atomic():
+            lifecycle.check_running_limit(owner_id)
             sweep = Sweep.objects.create(
                 job_name=planned.job.name, job_source=job_source, configs=planned.configs, depth=depth, runs=runs,
-                person=person, created_by=user if getattr(user, "pk", None) else None, request_token=request_token,
+                person=person, created_by_id=owner_id, request_token=request_token,
                 total_chunks=len(planned.chunks), name=name, notes=notes, **planned.conditions._asdict(),
             )
             ids = _store_chunks(sweep, planned.chunks)

@@ -35,20 +35,24 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def sweep_resume(*, sweep_id: int) -> int:
+def sweep_resume(*, sweep_id: int, limit: bool = False) -> int:
     """Enqueue again every chunk not stored and every answered question not resumed (a stalled
     sweep: killed workers, a lost message, a broker that was down). Returns how many tasks.
 
     The sweep page's resume button: a failed sweep runs again, and each missing chunk gets a fresh
     bound of MAX_CHUNK_ATTEMPTS. A cancelled sweep runs again (status running; finalize then
     derives waiting or done if nothing is missing). A broker that cannot be reached fails the sweep
-    with a message and raises (kombu's OperationalError) for the page to report."""
-    return _requeue(sweep_id, manual=True)
+    with a message and raises (kombu's OperationalError) for the page to report. With `limit` (a
+    person's resume: the sweep page), a failed or cancelled sweep whose owner is at the limit of
+    unfinished sweeps is refused (ValidationError) and nothing changes."""
+    return _requeue(sweep_id, manual=True, limit=limit)
 
 
-def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int:
+def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None, limit: bool = False) -> int:
     with transaction.atomic():
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        if limit and sweep.status in (Sweep.Status.FAILED, Sweep.Status.CANCELLED):
+            lifecycle.check_running_limit(sweep.created_by_id)
         if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
             return 0  # failed (a chunk that keeps failing) or done since the watchdog looked
         chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))

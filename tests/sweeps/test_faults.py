@@ -42,7 +42,7 @@ from sweeps.services import chunks, launch, lifecycle, questions, recovery, task
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
-from tests.sweeps._web import launch_data
+from tests.sweeps._web import launch_data, member
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -121,7 +121,7 @@ def redis_lab(tmp_path: Path) -> Iterator[Lab]:
 
 @pytest.fixture
 def auth(client: Any, django_user_model: Any) -> Any:
-    client.force_login(django_user_model.objects.create_user("faults", password="pw-faults-123"))
+    client.force_login(member("faults", "staff", password="pw-faults-123"))  # resumes ownerless sweeps
     return client
 
 
