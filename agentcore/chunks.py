@@ -106,8 +106,13 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
     if depth == 3 and cfg.person != "scripted":
         raise ValueError("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
-    if merge and not later and not chunk.answers and merging.mergeable(cfg, collect):
-        return _merged(cfg, chunk, depth, workdir)
+    if merged(cfg, chunk, collect, merge):
+        m = merging.memo(cfg)
+        before = m.explored
+        state, saves = m.first(chunk.first, workdir)
+        out = tree_result(cfg, chunk, state, saves, merging.explore(m, state, depth - 1, workdir))
+        out.explored = m.explored - before
+        return out
     # A later chunk plays its once scenario again (its record is stored already) only to note the
     # states of its restart's points (with the timeline so far, when collecting).
     deeper = depth >= 2
@@ -143,13 +148,14 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
     return out
 
 
-def _merged(cfg: Config, chunk: Chunk, depth: int, workdir: str | None) -> ChunkResult:
-    """run_chunk's records, from agentcore.merge's trees: the run to the first point, then the tree
-    of the state the crash there leaves."""
-    m = merging.memo(cfg)
-    before = m.explored
-    state, saves = m.first(chunk.first, workdir)
-    tree = merging.explore(m, state, depth - 1, workdir)
+def merged(cfg: Config, chunk: Chunk, collect: bool, merge: bool) -> bool:
+    """Whether run_chunk plays the chunk's scenarios from agentcore.merge's trees."""
+    return merge and chunk.second_from == 0 and not chunk.answers and merging.mergeable(cfg, collect)
+
+
+def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: merging.Tree) -> ChunkResult:
+    """run_chunk's records from agentcore.merge's tree of `state`, the state a crash at the chunk's
+    first point leaves (with `saves` made by then). `explored` is left to the caller."""
     first = (chunk.first, chunk.kind, chunk.label)
     base = merging.counters(state)
     out = ChunkResult(chunk.config, chunk.first, [_new_record(cfg, tree.outcome, base, first, None, None)],
@@ -162,7 +168,6 @@ def _merged(cfg: Config, chunk: Chunk, depth: int, workdir: str | None) -> Chunk
             out.records.append(_new_record(cfg, thrice.outcome, merging.plus(at_q, added3), first, (q, kind, label),
                                            (r, kind3, label3)))
             out.saves += thrice.outcome.saves
-    out.explored = m.explored - before
     return out
 
 

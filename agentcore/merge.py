@@ -124,22 +124,31 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
     tree = m.trees.get(k)
     if tree is not None:
         return tree
-    deeper = crashes > 0
-    p = play(m.cfg, (), Options(points=deeper, notes=deeper), workdir, start=state)
+    done, points = step(m.cfg, state, crashes, workdir)
     m.explored += 1
-    base = counters(state)
-    children: tuple[tuple[str, str, Counters, Tree], ...] = ()
-    if deeper and p.restarts is not None:
-        points = p.processes[-1].points
-        assert points is not None
-        children = tuple((kind, label, _added(counters(note), base), explore(m, note, crashes - 1, workdir))
-                         for (kind, label), note in zip(points, p.restarts, strict=True))
-    tree = Tree(outcome(p, base), children)
+    tree = Tree(done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir))
+                            for kind, label, added, note in points))
     if _ENTRIES[0] >= MAX_ENTRIES:
         _forget()
     m.trees[k] = tree
     _ENTRIES[0] += 1
     return tree
+
+
+def step(cfg: Config, state: Durable, crashes: int, workdir: str | None = None
+         ) -> tuple[Outcome, list[tuple[str, str, Counters, Durable]]]:
+    """One play of the restart from `state`: its outcome and, with crashes still to come, for each
+    of its points the kind, label, counters added there and the state a crash there leaves."""
+    deeper = crashes > 0
+    p = play(cfg, (), Options(points=deeper, notes=deeper), workdir, start=state)
+    base = counters(state)
+    points: list[tuple[str, str, Counters, Durable]] = []
+    if deeper and p.restarts is not None:
+        kinds = p.processes[-1].points
+        assert kinds is not None
+        points = [(kind, label, _added(counters(note), base), note)
+                  for (kind, label), note in zip(kinds, p.restarts, strict=True)]
+    return outcome(p, base), points
 
 
 def _forget() -> None:

@@ -6,6 +6,14 @@ Rules:
   what a configuration is).
 - Scenarios are independent, so chunks run in parallel in worker processes; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
+- Where chunks merge equal states (agentcore.merge), the workers share one memo: this process plays
+  each configuration's run to its first points, then hands out each distinct restart (by its state's
+  key) to be played once by one worker (`merge.step`), which sends back its outcome, its points with
+  the keys of the states a crash there leaves, and each state it has not sent before; this process
+  hands out the states no worker has played yet, and builds each chunk's records from the trees
+  once they are whole (`chunks.tree_result`). So two workers play what one plays (the same
+  `explored`), and records are built once, here, with no record sent between processes. Other
+  chunks (timelines kept, a queue person, kill, a tracker that can crash) go to a worker whole.
 - Checkpoint files live in memory, or with `disk="files"` in real files in a RAM-backed temp dir
   when there is one, without fsync. Both give the same records.
 - This module is also the dashboard's entry point: the names it uses (`Config`, `Chunk`,
@@ -16,18 +24,21 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
-from agentcore.chunks import Chunk, ChunkResult, Resumed, points, replay, resume, run_chunk
+from agentcore import merge as merging
+from agentcore.chunks import Chunk, ChunkResult, Resumed, merged, points, replay, resume, run_chunk, tree_result
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
 from agentcore.disk import ram_dir
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.scenario import Options, Played, play
+from agentcore.state import Durable
 
 DISKS = ("memory", "files")
 
@@ -51,23 +62,58 @@ class Workdir:
 
 _CONFIGS: list[Config] = []
 _OPTIONS: dict[str, Any] = {}
-
+_SENT: set[tuple[int, bytes]] = set()  # in a worker process: the states it has sent back
+NODES_PER_TASK = 16  # at most: a task of restarts is a few milliseconds, its sending a fraction of one
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
+
+# A restart a worker plays: configuration index, key, crashes still to come, the state it starts from
+Restart = tuple[int, bytes, int, Durable]
+# What comes back: configuration index, key, outcome, and per point (kind, label, counters added,
+# the key of the state a crash there leaves, that state if this worker had not sent it before)
+Node = tuple[int, bytes, merging.Outcome, list[tuple[str, str, merging.Counters, bytes, Any]]]
+
+
+def _workdir() -> str | None:
+    base = _OPTIONS["base"]
+    if base is None:
+        return None
+    d = os.path.join(base, f"w{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _started() -> None:
+    _SENT.clear()
 
 
 def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
     """A pool process runs chunk number item[0]. Records travel back as plain tuples: pickling ten
     thousand dataclass instances field by field cost more than a tenth of a second on each side."""
-    chunk, base = item[1], _OPTIONS["base"]
-    d = None
-    if base is not None:
-        d = os.path.join(base, f"w{os.getpid()}")
-        os.makedirs(d, exist_ok=True)
-    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"], _OPTIONS["merge"])
+    chunk = item[1]
+    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], _workdir(), _OPTIONS["collect"],
+                    _OPTIONS["merge"])
     rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
     res.records = []
     return item[0], res, rows
+
+
+def _restarts(batch: list[Restart]) -> list[Node]:
+    """A pool process plays each restart once (agentcore.merge.step)."""
+    d = _workdir()
+    out = []
+    for ci, k, crashes, state in batch:
+        cfg = _CONFIGS[ci]
+        done, pts = merging.step(cfg, state, crashes, d)
+        children = []
+        for kind, label, added, note in pts:
+            ck = merging.key(cfg, note, crashes - 1)
+            new = (ci, ck) not in _SENT
+            if new:
+                _SENT.add((ci, ck))
+            children.append((kind, label, added, ck, note if new else None))
+        out.append((ci, k, done, children))
+    return out
 
 
 def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk]:
@@ -93,19 +139,130 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
             return
         _CONFIGS[:] = configs
         _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge)
-        # Early first points have the longest restarts: hand those out first, so that no worker
-        # is left with a big chunk at the end; results are put back in the chunks' order.
-        order = sorted(range(len(chunks)), key=lambda i: chunks[i].first)
-        done: dict[int, ChunkResult] = {}
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_started) as pool:
+            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge).run()
+
+
+class _Parallel:
+    """run_chunks with a pool of workers, as the module's rules say."""
+
+    def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
+                 base: str | None, collect: bool, merge: bool) -> None:
+        self.configs, self.chunks, self.depth, self.workers, self.pool = configs, chunks, depth, workers, pool
+        self.here = None if base is None else os.path.join(base, "main")
+        self.merged = [merged(configs[c.config], c, collect, merge) for c in chunks]
+        self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.whole: dict[int, ChunkResult] = {}  # chunks played whole, by number
+        self.roots: dict[int, tuple[Durable, int, bytes]] = {}  # merged chunks: state, saves, key
+        self.asked: dict[tuple[int, bytes], int] = {}  # restarts handed out: their crashes still to come
+        self.nodes: dict[tuple[int, bytes], tuple[merging.Outcome, list[tuple[str, str, merging.Counters, bytes]]]] = {}
+        self.complete: set[tuple[int, bytes]] = set()
+        self.trees: dict[tuple[int, bytes], merging.Tree] = {}
+        self.waiting = 0  # tasks handed out, their results not yet taken
+
+    def run(self) -> Iterator[ChunkResult]:
+        # Early first points have the longest restarts: those go out first.
+        order = sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
+        for i in order:
+            if not self.merged[i]:
+                self._send(_worker, (i, self.chunks[i]))
+        if self.here is not None:
+            os.makedirs(self.here, exist_ok=True)
+        by_config: dict[int, list[int]] = {}
+        for i in order:
+            if self.merged[i]:
+                by_config.setdefault(self.chunks[i].config, []).append(i)
+        for ci, numbers in by_config.items():  # each configuration's restarts go out once its first states are known
+            cfg, m = self.configs[ci], None
+            restarts: list[Restart] = []
+            for i in numbers:
+                m = m or merging.memo(cfg)
+                state, saves = m.first(self.chunks[i].first, self.here)
+                k = merging.key(cfg, state, self.depth - 1)
+                self.roots[i] = state, saves, k
+                if (ci, k) not in self.asked:
+                    self.asked[ci, k] = self.depth - 1
+                    restarts.append((ci, k, self.depth - 1, state))
+            self._restarts(restarts)
         following = 0
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(workers) as pool:
-            for i, res, rows in pool.imap_unordered(_worker, [(i, chunks[i]) for i in order], chunksize=1):
+        while following < len(self.chunks):
+            self._take(block=False)
+            if self._ready(following):
+                yield self._result(following)
+                following += 1
+            else:
+                self._take(block=True)
+
+    def _send(self, fn: Callable[..., Any], arg: Any) -> None:
+        self.waiting += 1
+        self.pool.apply_async(fn, (arg,), callback=self.results.put, error_callback=self.results.put)
+
+    def _restarts(self, restarts: list[Restart]) -> None:
+        size = max(1, min(NODES_PER_TASK, len(restarts) // (2 * self.workers)))
+        for n in range(0, len(restarts), size):
+            self._send(_restarts, restarts[n:n + size])
+
+    def _take(self, block: bool) -> None:
+        """Take the results that have come back (with `block`, wait for one), handing out the
+        states they reached that no worker has been given."""
+        while True:
+            try:
+                got = self.results.get(block=block)
+            except queue.Empty:
+                return
+            block = False
+            self.waiting -= 1
+            if isinstance(got, BaseException):
+                raise got
+            if isinstance(got, tuple):  # a whole chunk
+                i, res, rows = got
                 res.records = [ScenarioRecord(*row) for row in rows]
-                done[i] = res
-                while following in done:
-                    yield done.pop(following)
-                    following += 1
+                self.whole[i] = res
+                continue
+            new: list[Restart] = []
+            for ci, k, done, children in got:
+                kept = []
+                for kind, label, added, ck, note in children:
+                    kept.append((kind, label, added, ck))
+                    if (ci, ck) not in self.asked:
+                        assert note is not None, "a worker sent a key before its state"
+                        self.asked[ci, ck] = self.asked[ci, k] - 1
+                        new.append((ci, ck, self.asked[ci, k] - 1, note))
+                self.nodes[ci, k] = done, kept
+            self._restarts(new)
+
+    def _ready(self, i: int) -> bool:
+        if not self.merged[i]:
+            return i in self.whole
+        return self._whole(self.chunks[i].config, self.roots[i][2])
+
+    def _whole(self, ci: int, k: bytes) -> bool:
+        if (ci, k) in self.complete:
+            return True
+        node = self.nodes.get((ci, k))
+        if node is None or not all(self._whole(ci, child[3]) for child in node[1]):
+            return False
+        self.complete.add((ci, k))
+        return True
+
+    def _result(self, i: int) -> ChunkResult:
+        if not self.merged[i]:
+            return self.whole.pop(i)
+        chunk = self.chunks[i]
+        state, saves, k = self.roots[i]
+        before = len(self.trees)
+        res = tree_result(self.configs[chunk.config], chunk, state, saves, self._tree(chunk.config, k))
+        res.explored = len(self.trees) - before  # the restarts a sweep in one process plays for this chunk
+        return res
+
+    def _tree(self, ci: int, k: bytes) -> merging.Tree:
+        tree = self.trees.get((ci, k))
+        if tree is None:
+            done, children = self.nodes[ci, k]
+            tree = merging.Tree(done, tuple((kind, label, added, self._tree(ci, ck))
+                                            for kind, label, added, ck in children))
+            self.trees[ci, k] = tree
+        return tree
 
 
 @dataclass(slots=True)
