@@ -22,6 +22,7 @@ Rules:
 
 from __future__ import annotations
 
+import heapq
 import multiprocessing
 import os
 import queue
@@ -144,7 +145,9 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
 
 
 class _Parallel:
-    """run_chunks with a pool of workers, as the module's rules say."""
+    """run_chunks with a pool of workers, as the module's rules say. Restarts go out in the order of
+    the first chunk that reaches them, a few tasks per worker at a time: chunks come whole in their
+    order, as in one process, so progress shows as it goes."""
 
     def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
                  base: str | None, collect: bool, merge: bool) -> None:
@@ -154,38 +157,35 @@ class _Parallel:
         self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.whole: dict[int, ChunkResult] = {}  # chunks played whole, by number
         self.roots: dict[int, tuple[Durable, int, bytes]] = {}  # merged chunks: state, saves, key
-        self.asked: dict[tuple[int, bytes], int] = {}  # restarts handed out: their crashes still to come
+        # restarts known: crashes still to come and the first chunk that reaches them
+        self.known: dict[tuple[int, bytes], tuple[int, int]] = {}
+        self.pending: dict[tuple[int, bytes], Restart] = {}  # known, not handed out yet
+        self.heap: list[tuple[int, int, tuple[int, bytes]]] = []  # (chunk, seq, restart) over pending
+        self.flying = 0  # tasks of restarts handed out, their results not yet taken
         self.nodes: dict[tuple[int, bytes], tuple[merging.Outcome, list[tuple[str, str, merging.Counters, bytes]]]] = {}
         self.complete: set[tuple[int, bytes]] = set()
         self.trees: dict[tuple[int, bytes], merging.Tree] = {}
-        self.waiting = 0  # tasks handed out, their results not yet taken
 
     def run(self) -> Iterator[ChunkResult]:
         # Early first points have the longest restarts: those go out first.
-        order = sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
-        for i in order:
+        for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first):
             if not self.merged[i]:
-                self._send(_worker, (i, self.chunks[i]))
+                self.pool.apply_async(_worker, ((i, self.chunks[i]),), callback=self.results.put,
+                                      error_callback=self.results.put)
         if self.here is not None:
             os.makedirs(self.here, exist_ok=True)
-        by_config: dict[int, list[int]] = {}
-        for i in order:
+        for i, chunk in enumerate(self.chunks):
             if self.merged[i]:
-                by_config.setdefault(self.chunks[i].config, []).append(i)
-        for ci, numbers in by_config.items():  # each configuration's restarts go out once its first states are known
-            cfg, m = self.configs[ci], None
-            restarts: list[Restart] = []
-            for i in numbers:
-                m = m or merging.memo(cfg)
-                state, saves = m.first(self.chunks[i].first, self.here)
+                cfg = self.configs[chunk.config]
+                state, saves = merging.memo(cfg).first(chunk.first, self.here)
                 k = merging.key(cfg, state, self.depth - 1)
                 self.roots[i] = state, saves, k
-                if (ci, k) not in self.asked:
-                    self.asked[ci, k] = self.depth - 1
-                    restarts.append((ci, k, self.depth - 1, state))
-            self._restarts(restarts)
+                self._know(i, (chunk.config, k, self.depth - 1, state))
+                if len(self.heap) >= 4 * self.workers:
+                    self._hand_out()  # the workers start while the first states are still being found
         following = 0
         while following < len(self.chunks):
+            self._hand_out()
             self._take(block=False)
             if self._ready(following):
                 yield self._result(following)
@@ -193,25 +193,37 @@ class _Parallel:
             else:
                 self._take(block=True)
 
-    def _send(self, fn: Callable[..., Any], arg: Any) -> None:
-        self.waiting += 1
-        self.pool.apply_async(fn, (arg,), callback=self.results.put, error_callback=self.results.put)
+    def _know(self, chunk: int, restart: Restart) -> None:
+        at = restart[:2]
+        known = self.known.get(at)
+        if known is not None and (known[1] <= chunk or at not in self.pending):
+            return
+        self.known[at] = restart[2], chunk
+        self.pending[at] = restart
+        heapq.heappush(self.heap, (chunk, len(self.known), at))
 
-    def _restarts(self, restarts: list[Restart]) -> None:
-        size = max(1, min(NODES_PER_TASK, len(restarts) // (2 * self.workers)))
-        for n in range(0, len(restarts), size):
-            self._send(_restarts, restarts[n:n + size])
+    def _hand_out(self) -> None:
+        """Keep two tasks a worker in the pool, the restarts of the earliest chunks first."""
+        while self.heap and self.flying < 2 * self.workers:
+            size = max(1, min(NODES_PER_TASK, len(self.pending) // (2 * self.workers)))
+            batch: list[Restart] = []
+            while self.heap and len(batch) < size:
+                at = heapq.heappop(self.heap)[2]
+                if at in self.pending:
+                    batch.append(self.pending.pop(at))
+            if batch:
+                self.flying += 1
+                self.pool.apply_async(_restarts, (batch,), callback=self.results.put, error_callback=self.results.put)
 
     def _take(self, block: bool) -> None:
-        """Take the results that have come back (with `block`, wait for one), handing out the
-        states they reached that no worker has been given."""
+        """Take the results that have come back (with `block`, wait for one), noting the states
+        they reached that no worker has been given."""
         while True:
             try:
                 got = self.results.get(block=block)
             except queue.Empty:
                 return
             block = False
-            self.waiting -= 1
             if isinstance(got, BaseException):
                 raise got
             if isinstance(got, tuple):  # a whole chunk
@@ -219,17 +231,19 @@ class _Parallel:
                 res.records = [ScenarioRecord(*row) for row in rows]
                 self.whole[i] = res
                 continue
-            new: list[Restart] = []
+            self.flying -= 1
             for ci, k, done, children in got:
+                crashes, chunk = self.known[ci, k]
                 kept = []
                 for kind, label, added, ck, note in children:
                     kept.append((kind, label, added, ck))
-                    if (ci, ck) not in self.asked:
+                    if (ci, ck) not in self.known:
                         assert note is not None, "a worker sent a key before its state"
-                        self.asked[ci, ck] = self.asked[ci, k] - 1
-                        new.append((ci, ck, self.asked[ci, k] - 1, note))
+                        self._know(chunk, (ci, ck, crashes - 1, note))
+                    elif (ci, ck) in self.pending:
+                        self._know(chunk, self.pending[ci, ck])
                 self.nodes[ci, k] = done, kept
-            self._restarts(new)
+            self._hand_out()
 
     def _ready(self, i: int) -> bool:
         if not self.merged[i]:
