@@ -12,8 +12,9 @@ Rules:
   full, crashed at p and at q, with the answers given by q. A thrice scenario starts from the
   state the twice scenario's restart noted at r, in the same way.
 - Where agentcore.merge allows it (and `merge` is on), a chunk plays the run to p, then the restarts
-  of the distinct states the crashes leave, once each per worker process (agentcore.merge): the
-  same records, fewer plays (`ChunkResult.explored`).
+  of the distinct states the crashes leave, once each per process (agentcore.merge; a sweep with
+  workers shares them among its workers: agentcore.sweep): the same records, fewer plays
+  (`ChunkResult.explored`).
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its

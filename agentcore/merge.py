@@ -17,10 +17,11 @@ Rules:
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
   scenario), nor under kill (the processes are real) or a tracker that can crash (a crash at its
   own point leaves the process running, with what it holds in memory).
-- Each worker process keeps one memo per configuration object, all of them together at most
-  MAX_ENTRIES trees and MAX_MEMOS configurations; past that it starts again (a merge missed costs
-  time, never a record). A sweep hands its chunks out by first point, so every configuration's
-  memo is in use until the end: one dropped early would be built again.
+- A process that runs chunks itself (a one-worker sweep, a dashboard worker) keeps one memo per
+  configuration object, all of them together at most MAX_ENTRIES trees and MAX_MEMOS
+  configurations; past that it starts again (a merge missed costs time, never a record). A sweep
+  with workers keeps one memo for all of them (agentcore.sweep): each restart's play (`step`) goes
+  to one worker, and the trees are built where the sweep started.
 """
 
 from __future__ import annotations

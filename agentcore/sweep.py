@@ -65,6 +65,7 @@ _CONFIGS: list[Config] = []
 _OPTIONS: dict[str, Any] = {}
 _SENT: set[tuple[int, bytes]] = set()  # in a worker process: the states it has sent back
 NODES_PER_TASK = 16  # at most: a task of restarts is a few milliseconds, its sending a fraction of one
+IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiting, none idle
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
 
@@ -203,9 +204,9 @@ class _Parallel:
         heapq.heappush(self.heap, (chunk, len(self.known), at))
 
     def _hand_out(self) -> None:
-        """Keep two tasks a worker in the pool, the restarts of the earliest chunks first."""
-        while self.heap and self.flying < 2 * self.workers:
-            size = max(1, min(NODES_PER_TASK, len(self.pending) // (2 * self.workers)))
+        """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""
+        while self.heap and self.flying < IN_FLIGHT * self.workers:
+            size = max(1, min(NODES_PER_TASK, len(self.pending) // (IN_FLIGHT * self.workers)))
             batch: list[Restart] = []
             while self.heap and len(batch) < size:
                 at = heapq.heappop(self.heap)[2]
