@@ -69,11 +69,20 @@ IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiti
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
 
-# A restart a worker plays: configuration index, key, crashes still to come, the state it starts from
-Restart = tuple[int, bytes, int, Durable]
-# What comes back: configuration index, key, outcome, and per point (kind, label, counters added,
-# the key of the state a crash there leaves, that state if this worker had not sent it before)
-Node = tuple[int, bytes, merging.Outcome, list[tuple[str, str, merging.Counters, bytes, Any]]]
+
+def _plain(obj: Durable | merging.Outcome) -> tuple[Any, ...]:
+    """Its fields in order (Durable(*t), Outcome(*t) take them back): a dataclass with slots
+    pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
+    return tuple(getattr(obj, f.name) for f in fields(obj))
+
+
+# A restart a worker plays: configuration index, key, crashes still to come, the state it starts
+# from (_plain)
+Restart = tuple[int, bytes, int, tuple[Any, ...]]
+# What comes back: configuration index, key, outcome (_plain), and per point (kind, label,
+# counters added, the key of the state a crash there leaves, that state (_plain) if this worker
+# had not sent it before)
+Node = tuple[int, bytes, tuple[Any, ...], list[tuple[str, str, merging.Counters, bytes, Any]]]
 
 
 def _workdir() -> str | None:
@@ -106,15 +115,15 @@ def _restarts(batch: list[Restart]) -> list[Node]:
     out = []
     for ci, k, crashes, state in batch:
         cfg = _CONFIGS[ci]
-        done, pts = merging.step(cfg, state, crashes, d)
+        done, pts = merging.step(cfg, Durable(*state), crashes, d)
         children = []
         for kind, label, added, note in pts:
             ck = merging.key(cfg, note, crashes - 1)
             new = (ci, ck) not in _SENT
             if new:
                 _SENT.add((ci, ck))
-            children.append((kind, label, added, ck, note if new else None))
-        out.append((ci, k, done, children))
+            children.append((kind, label, added, ck, _plain(note) if new else None))
+        out.append((ci, k, _plain(done), children))
     return out
 
 
@@ -181,7 +190,7 @@ class _Parallel:
                 state, saves = merging.memo(cfg).first(chunk.first, self.here)
                 k = merging.key(cfg, state, self.depth - 1)
                 self.roots[i] = state, saves, k
-                self._know(i, (chunk.config, k, self.depth - 1, state))
+                self._know(i, (chunk.config, k, self.depth - 1, _plain(state)))
                 if len(self.heap) >= 4 * self.workers:
                     self._hand_out()  # the workers start while the first states are still being found
         following = 0
@@ -243,7 +252,7 @@ class _Parallel:
                         self._know(chunk, (ci, ck, crashes - 1, note))
                     elif (ci, ck) in self.pending:
                         self._know(chunk, self.pending[ci, ck])
-                self.nodes[ci, k] = done, kept
+                self.nodes[ci, k] = merging.Outcome(*done), kept
             self._hand_out()
 
     def _ready(self, i: int) -> bool:
