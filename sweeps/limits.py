@@ -36,6 +36,8 @@ QID_CHARS = 200
 KEY_CHARS = 64
 ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
+# A lease holder's name: the worker's host name and process ID (services/leases.py).
+LEASE_HOLDER_CHARS = 200
 # A sweep's crash model and each of the world's faults as spelled (agentcore.faults: "ttl:10000",
 # "deny:0.125"; a longer spelling is refused, not cut).
 CONDITION_CHARS = 20
@@ -80,9 +82,22 @@ RATE_SWEEPS = 20
 
 # --- progress and stalls -----------------------------------------------------------------------
 
-# The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS): a
-# running sweep that stored no chunk for this many seconds while the task queue is empty has lost
-# messages; its missing chunks are queued again. `manage.py sweep` uses it when the setting is 0.
+# A chunk's lease: the worker that claims a chunk holds it for LEASE_SECONDS and renews it every
+# LEASE_RENEW_SECONDS while the chunk's message is in that worker's hands (a thread of its main
+# process, sweepsite/celery.py). A whole worker SIGKILLed stops renewing: its chunks' leases run out
+# LEASE_SECONDS later at most, and the watchdog's leader (the one worker holding the leader lease,
+# also LEASE_SECONDS, taken and renewed by the same rounds) queues them again ahead of the queue on
+# its next round. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a chunk's time, about 2.5 s
+# (the goal is 5 s); the leader's own death costs no more, its lease runs out as fast. Four renewals
+# per lease: a round delayed by a loaded machine or a database lock up to 1.5 s costs nothing, a
+# longer one only runs a chunk twice (keyed writes store it once).
+LEASE_SECONDS = 2.0
+LEASE_RENEW_SECONDS = 0.5
+# The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
+# messages no worker held a lease for: a running sweep with no live lease that stored no chunk for
+# this many seconds while the task queue is empty has lost messages (a broker restarted empty); its
+# missing chunks are queued again by the leader. Killed workers are the leases' business (above),
+# not this period's. `manage.py sweep` uses it when the setting is 0.
 STALL_SECONDS = 30.0
 # The sweep page offers its resume button to a running sweep that stored nothing for this long:
 # two watchdog periods, so that the watchdog (where it runs) has had its turn before a person is

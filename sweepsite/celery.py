@@ -1,9 +1,13 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-Every worker also runs the stall watchdog (a thread of its main process, started when the worker
-is ready): every quarter of settings.SWEEPSITE_STALL_SECONDS it calls
-services.recovery.sweeps_resume_stalled, which queues again the missing chunks of a sweep whose messages
-were lost (a SIGKILLed worker, a broker restarted empty). SWEEPSITE_STALL_SECONDS=0 turns it off.
+Every worker also runs the lease keeper (a thread of its main process, started when the worker is
+ready): every LEASE_RENEW_SECONDS it renews the leases of the chunks whose messages it has received
+and not finished (Celery's own record of them, celery.worker.state), then asks for the watchdog's
+leader lease (services/leases.py). The one worker that leads runs the watchdog that round: the chunks
+of a dead worker (leases run out) queued again ahead of the queue, and, every quarter of
+settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held (a broker
+restarted empty), services.recovery.sweeps_resume_stalled and audits.audits_resume_stalled.
+SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still renews its leases).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any
 
 from celery import Celery
@@ -27,7 +32,7 @@ _watchdog_stop = threading.Event()
 
 
 def watchdog_round(stalled_for: float) -> int:
-    """One round of the stall watchdog, with fresh database connections; never raises."""
+    """One round of the stall rules, with fresh database connections; never raises."""
     from django.db import DatabaseError, close_old_connections
 
     from sweeps.services import audits, recovery
@@ -46,10 +51,68 @@ def watchdog_round(stalled_for: float) -> int:
         close_old_connections()
 
 
-def _watch(stalled_for: float) -> None:
-    every = min(max(stalled_for / 4, 0.25), 15.0)
-    while not _watchdog_stop.wait(every):
-        watchdog_round(stalled_for)
+def held_chunk_ids() -> list[int]:
+    """The chunks of the task messages this worker has received and not finished (reserved or
+    running, in its main process's record: the solo pool's own tasks, a prefork pool's too)."""
+    from celery.worker import state
+
+    from sweeps.services import taskqueue
+
+    for _ in range(3):
+        try:
+            requests = list(state.reserved_requests) + list(state.active_requests)
+            break
+        except RuntimeError:  # the consumer added one while we read: read again
+            continue
+    else:
+        return []
+    return sorted({pk for r in requests for pk in taskqueue.chunk_ids_of(r.task_name, r.args or (), r.kwargs or {})})
+
+
+class Keeper:
+    """The lease keeper's rounds (see the module's docstring); `leading` says whether the last round led."""
+
+    def __init__(self, stalled_for: float) -> None:
+        self.stalled_for = stalled_for
+        self.leading = False
+        self.next_stall = 0.0  # the stall rules at once when this worker comes to lead
+
+    def round(self) -> int:
+        """Renew, then lead if this worker may and can; how many tasks the watchdog queued. Never raises."""
+        from django.db import DatabaseError, close_old_connections
+
+        from sweeps.services import leases, recovery
+
+        close_old_connections()
+        try:
+            leases.leases_renew(chunk_ids=held_chunk_ids())
+            leading = self.stalled_for > 0 and leases.lead()
+            if leading != self.leading:
+                log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
+                self.leading, self.next_stall = leading, 0.0
+            if not leading:
+                return 0
+            n = recovery.chunks_requeue_lapsed()
+        except DatabaseError as e:  # a database that is down now: the next round tries again
+            log.warning("the lease keeper cannot reach the database (%s: %s)", type(e).__name__, e)
+            return 0
+        except Exception:  # noqa: BLE001 - never let the thread die
+            log.exception("the lease keeper failed this round")
+            return 0
+        finally:
+            close_old_connections()
+        if time.monotonic() >= self.next_stall:
+            self.next_stall = time.monotonic() + min(max(self.stalled_for / 4, 0.25), 15.0)
+            n += watchdog_round(self.stalled_for)
+        return n
+
+
+def _keep(stalled_for: float) -> None:
+    from sweeps.limits import LEASE_RENEW_SECONDS
+
+    keeper = Keeper(stalled_for)
+    while not _watchdog_stop.wait(LEASE_RENEW_SECONDS):
+        keeper.round()
 
 
 @worker_ready.connect
@@ -57,10 +120,8 @@ def start_watchdog(sender: Any = None, **kwargs: Any) -> None:
     from django.conf import settings
 
     stalled_for = float(getattr(settings, "SWEEPSITE_STALL_SECONDS", 0) or 0)
-    if stalled_for <= 0:
-        return
     _watchdog_stop.clear()
-    threading.Thread(target=_watch, args=(stalled_for,), name="sweepsite-stall-watchdog", daemon=True).start()
+    threading.Thread(target=_keep, args=(stalled_for,), name="sweepsite-lease-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

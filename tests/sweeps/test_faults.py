@@ -388,7 +388,7 @@ def watchdog(monkeypatch):
             raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
         state["sent"].append((_n, args))
 
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: publish(args, name))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *_: publish(args, name))
     return state
 
 
