@@ -87,12 +87,14 @@ RATE_SWEEPS = 20
 # process, sweepsite/celery.py). A whole worker SIGKILLed stops renewing: its chunks' leases run out
 # LEASE_SECONDS later at most, and the watchdog's leader (the one worker holding the leader lease,
 # also LEASE_SECONDS, taken and renewed by the same rounds) queues them again ahead of the queue on
-# its next round. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a chunk's time, about 2.5 s
-# (the goal is 5 s); the leader's own death costs no more, its lease runs out as fast. Four renewals
-# per lease: a round delayed by a loaded machine or a database lock up to 1.5 s costs nothing, a
-# longer one only runs a chunk twice (keyed writes store it once).
-LEASE_SECONDS = 2.0
-LEASE_RENEW_SECONDS = 0.5
+# its next round; a worker takes them when its current message is done. Kill to re-run: up to
+# LEASE_SECONDS + LEASE_RENEW_SECONDS + a message's time (the goal is 5 s; measured 2-4 s on a loaded
+# 2-core machine, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease runs
+# out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock for up
+# to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once). Each
+# round is one small UPDATE per worker (none while it holds no chunk) and one for the leader.
+LEASE_SECONDS = 1.5
+LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
 # messages no worker held a lease for: a running sweep with no live lease that stored no chunk for
 # this many seconds while the task queue is empty has lost messages (a broker restarted empty); its

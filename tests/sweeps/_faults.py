@@ -173,6 +173,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def holder(pid: int) -> str:
+    """The lease holder a worker's chunks name: sweeps.services.leases.HOLDER in its main process."""
+    return f"{socket.gethostname()}:{pid}"
+
+
 class Workers:
     """Celery worker processes on the test's broker and the test database, each in its own process group."""
 
@@ -221,11 +226,6 @@ class Workers:
 
     def nodename(self, proc: subprocess.Popen) -> str:
         return f"{self._name(self.procs.index(proc))}@{socket.gethostname()}"
-
-    @staticmethod
-    def holder(proc: subprocess.Popen) -> str:
-        """The lease holder a worker's chunks name (sweeps.services.leases.HOLDER in its main process)."""
-        return f"{socket.gethostname()}:{proc.pid}"
 
     def consume(self, proc: subprocess.Popen, queue: str) -> None:
         """A warm spare starts consuming `queue` (Celery's remote control; an idle worker answers at once)."""
