@@ -40,7 +40,7 @@ from django.utils import timezone
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps import workers as sweepworkers
-from sweeps.models import Chunk, Question, Scenario, Sweep
+from sweeps.models import Chunk, Lease, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, leases, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
 from tests.sweeps import _faults
@@ -575,17 +575,18 @@ def test_pages_and_a_launch_with_the_database_unreachable_get_a_503(tmp_path):
 def watchdog(monkeypatch):
     """recovery.sweeps_resume_stalled with its queue length and its publishing recorded."""
     monkeypatch.setattr(recovery, "_AUTO_RESUMED", {})
-    state: dict[str, Any] = {"queued": 0, "sent": [], "down": False}
+    state: dict[str, Any] = {"queued": 0, "sent": [], "down": False, "priorities": set()}
     monkeypatch.setattr(recovery, "queued_messages", lambda: state["queued"])
 
-    def publish(args: Any, _n: str = "", **kw: Any) -> None:
+    def publish(args: Any, _n: str = "", priority: int = taskqueue.NORMAL) -> None:
         if state["down"]:
             from kombu.exceptions import OperationalError as BrokerError
 
             raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
         state["sent"].append((_n, args))
+        state["priorities"].add(priority)
 
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *_: publish(args, name))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *p: publish(args, name, *p))
     return state
 
 
@@ -698,6 +699,146 @@ def test_the_queue_length_is_read_from_redis(redis_lab):
     tasks.chunk_run.apply_async((10**9,))
     assert recovery.queued_messages() == 1
     assert str(app.conf.broker_url) == redis_lab.redis.url
+
+
+# --- leases, the leader, and the lease rule on their own -----------------------------------------
+
+
+def lapse(ids: list[int], holder: str = "gone:1") -> None:
+    """These chunks' worker died: their leases ran out a second ago."""
+    Chunk.objects.filter(pk__in=ids).update(holder=holder, attempts=1,
+                                            lease_until=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_chunk_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypatch):
+    sweep = stalled_sweep()
+    pk = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True).first()
+    real, seen = chunks.agentsweep.run_chunk, []
+
+    def play(*args: Any, **kw: Any) -> Any:
+        seen.append(Chunk.objects.filter(pk=pk).values_list("holder", "lease_until").get())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(chunks.agentsweep, "run_chunk", play)
+    t0 = timezone.now()
+    assert chunks.chunk_run(chunk_id=pk)
+    (holder, until), = seen
+    assert holder == leases.HOLDER
+    assert t0 + timedelta(seconds=limits.LEASE_SECONDS) <= until <= timezone.now() + timedelta(
+        seconds=limits.LEASE_SECONDS)
+    assert Chunk.objects.filter(pk=pk).values_list("stored", "lease_until").get() == (True, None)
+
+
+def test_one_holder_leads_until_its_lease_runs_out():
+    assert leases.leader() is None
+    assert leases.lead(holder="a:1")  # the first asks: the row is made
+    assert not leases.lead(holder="b:2")
+    assert leases.lead(holder="a:1")  # renewed
+    assert leases.leader() == "a:1"
+    Lease.objects.filter(name=leases.LEADER).update(expires_at=timezone.now() - timedelta(seconds=0.1))  # a died
+    assert leases.leader() is None
+    assert leases.lead(holder="b:2")
+    assert not leases.lead(holder="a:1")  # back too late: b leads now
+    assert leases.leader() == "b:2"
+
+
+def test_the_lease_rule_queues_a_dead_workers_chunks_once_ahead_of_the_queue(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    lapse(ids[:3])
+    leases.leases_renew(chunk_ids=[ids[3]], holder="alive:2")  # a live worker plays this one
+    failed = stalled_sweep(configs=[{"name": "m2", "design": "markers", "tracker": "keyless"}])
+    failed_ids = list(Chunk.objects.filter(sweep=failed).values_list("pk", flat=True))
+    lapse(failed_ids)
+    chunks.chunk_failed(chunk_id=failed_ids[0], error="boom")  # its resume button is for people
+    assert recovery.chunks_requeue_lapsed() == 3
+    assert sent_chunk_ids(watchdog) == ids[:3] and watchdog["priorities"] == {taskqueue.FIRST}
+    assert not Chunk.objects.filter(pk__in=ids[:3], lease_until__isnull=False).exists()
+    assert Chunk.objects.get(pk=ids[3]).holder == "alive:2"
+    assert recovery.chunks_requeue_lapsed() == 0  # queued once: their leases ended with it
+    assert len(sent_chunk_ids(watchdog)) == 3
+
+
+def test_the_lease_rule_keeps_the_lapsed_leases_while_the_broker_is_away(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
+    lapse(ids)
+    watchdog["down"] = True
+    assert recovery.chunks_requeue_lapsed() == 0
+    assert Chunk.objects.filter(pk__in=ids, lease_until__isnull=False).count() == 2  # rolled back
+    watchdog["down"] = False
+    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids
+
+
+def test_a_resume_ends_the_leases_of_what_it_queues(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+    lapse(ids)
+    chunks.chunk_failed(chunk_id=ids[0], error="boom")
+    assert recovery.sweep_resume(sweep_id=sweep.pk) == len(ids)
+    assert recovery.chunks_requeue_lapsed() == 0  # not queued a second time
+    assert sorted(sent_chunk_ids(watchdog)) == sorted(ids)
+
+
+def test_the_stall_rule_leaves_a_sweep_with_a_live_lease_alone(watchdog):
+    sweep = stalled_sweep()
+    pk = Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True).first()
+    leases.leases_renew(chunk_ids=[pk], holder="alive:2")  # a long chunk plays: nothing stored for a while
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
+    Chunk.objects.filter(pk=pk).update(lease_until=None)  # its message lost with no worker holding it
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
+
+
+class FakeRequest:
+    """What the lease keeper reads of a request Celery's worker holds (celery.worker.request.Request)."""
+
+    def __init__(self, task_name: str, args: tuple[Any, ...]) -> None:
+        self.task_name, self.args, self.kwargs = task_name, args, {}
+
+
+def test_the_keeper_renews_the_leases_of_the_messages_its_worker_holds_and_leads(watchdog, monkeypatch):
+    from celery.worker import state
+
+    from sweepsite import celery as celery_module
+
+    sweep = stalled_sweep(seconds=1)
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    held = [FakeRequest(tasks.chunks_run.name, (ids[:2],)), FakeRequest(tasks.question_resume.name, (ids[5],))]
+    running = FakeRequest(tasks.chunk_run.name, (ids[2],))
+    monkeypatch.setattr(state, "reserved_requests", set(held))
+    monkeypatch.setattr(state, "active_requests", {running})
+    assert celery_module.held_chunk_ids() == ids[:3]
+    lapse([ids[4]])  # a dead worker's
+    assert celery_module.Keeper(stalled_for=0).round() == 0  # renews, never leads
+    assert leases.leader() is None and sent_chunk_ids(watchdog) == []
+    assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
+                  .values_list("pk", flat=True)) == ids[:3]
+    assert celery_module.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
+    assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
+
+
+def recovered_first(queue: str) -> list[Any]:
+    """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
+    sweep = Sweep(pk=1)
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 1])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 2])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 3])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9], first=True)
+    taken = []
+    with app.connection_for_read() as conn:
+        for _ in range(4):
+            message = conn.default_channel.basic_get(queue, no_ack=True)
+            taken.append(message.decode()[0][0] if message is not None else None)
+    return taken
+
+
+def test_a_dead_workers_chunks_go_ahead_of_the_filesystem_queue(fs_lab):
+    assert recovered_first(sweepworkers.queue_name()) == [10**9, 10**9 + 1, 10**9 + 2, 10**9 + 3]
+
+
+@pytest.mark.services
+def test_a_dead_workers_chunks_go_ahead_of_the_redis_queue(redis_lab):
+    assert recovered_first(sweepworkers.queue_name()) == [10**9, 10**9 + 1, 10**9 + 2, 10**9 + 3]
 
 
 def test_the_workers_watchdog_round_survives_a_database_that_is_down(monkeypatch):
