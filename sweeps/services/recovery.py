@@ -4,9 +4,10 @@ Rules:
 - The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py), every
   LEASE_RENEW_SECONDS. Its first rule, `chunks_requeue_lapsed`: a chunk whose lease ran out unstored
   (its worker died with the message) is queued again ahead of the queue, within seconds of the death.
-  Its second, the stall rule `sweeps_resume_stalled` (also run by `manage.py sweep` while it waits,
-  `sweep_wait`): a running sweep with no live lease that stored nothing for a while, with nothing
-  left in the queue, lost messages no worker held (a broker restarted empty); its missing chunks are
+  Its second, the stall rule `sweeps_resume_stalled` (both also run by `manage.py sweep` while it
+  waits, `sweep_wait`, when no worker leads): a running sweep with no live lease that stored nothing
+  for a while, with nothing left in the queue, lost messages no worker held (a broker restarted
+  empty); its missing chunks are
   queued again. The sweep page's resume button (`sweep_resume`) does it by hand, also for a failed
   or cancelled sweep. A chunk that keeps failing (or killing its worker) is bounded by
   MAX_CHUNK_ATTEMPTS either way.
@@ -33,7 +34,7 @@ from sweeps import selectors
 from sweeps.configs import check
 from sweeps.limits import POLL_SECONDS
 from sweeps.models import Chunk, Question, Sweep, take
-from sweeps.services import lifecycle, taskqueue
+from sweeps.services import leases, lifecycle, taskqueue
 from sweepsite.celery import app
 
 T = TypeVar("T")
@@ -203,15 +204,20 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
     (`manage.py sweep`): its state, read from the database every POLL_SECONDS and given to
     `on_progress` (chunks stored); `check_alive` raises if the workers it relies on are gone. While
     it waits it runs the stall watchdog for this sweep every quarter of `stalled_for` (the workers
-    run one too; `make run`'s may have it off): chunks whose messages were lost are queued again."""
+    run one too; `make run`'s may have it off): chunks whose messages were lost are queued again.
+    Only when no worker leads the watchdog: this command then takes the leader lease for the round."""
     def read() -> selectors.SweepState:
         state = selectors.sweep_state(sweep_id)
         on_progress(state.chunks_stored)
         return state
 
+    def watch() -> int:
+        if not leases.lead():
+            return 0  # a worker leads: its rounds have this sweep in hand
+        return chunks_requeue_lapsed() + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
+
     return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    lambda: sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id),
-                    stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+                    watch, stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
 
 
 def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callable[[], Any], *, stalled_for: float,
