@@ -1,13 +1,18 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-Every worker also runs the lease keeper (a thread of its main process, started when the worker is
-ready): every LEASE_RENEW_SECONDS it renews the leases of the chunks whose messages it has received
-and not finished (Celery's own record of them, celery.worker.state), then asks for the watchdog's
-leader lease (services/leases.py). The one worker that leads runs the watchdog that round: the chunks
-of a dead worker (leases run out) queued again ahead of the queue, and, every quarter of
-settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held (a broker
-restarted empty), services.recovery.sweeps_resume_stalled and audits.audits_resume_stalled.
-SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still renews its leases).
+Every process that runs tasks (a solo worker's main process, each process of a prefork pool) keeps
+the leases of the chunks it is playing (services/leases.py): a thread renews them every
+LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun); a process that
+dies stops renewing, and its chunks' leases run out. Celery's own record of a worker's messages is
+not used: a prefork worker whose pool process was SIGKILLed can hold the lost task's request for
+good (seen in the fault tests), and its leases would never run out.
+
+Every worker's main process also asks for the watchdog's leader lease each round (the same thread).
+The one worker that leads runs the watchdog that round: the chunks of a dead worker (leases run
+out) queued again ahead of the queue, and, every quarter of settings.SWEEPSITE_STALL_SECONDS, the
+stall rules for lost messages no worker held (a broker restarted empty),
+services.recovery.sweeps_resume_stalled and audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0
+keeps a worker from leading (its processes still renew their leases).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_ready, worker_shutting_down
+from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready, worker_shutting_down
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sweepsite.settings")
 
@@ -51,22 +56,28 @@ def watchdog_round(stalled_for: float) -> int:
         close_old_connections()
 
 
-def held_chunk_ids() -> list[int]:
-    """The chunks of the task messages this worker has received and not finished (reserved or
-    running, in its main process's record: the solo pool's own tasks, a prefork pool's too)."""
-    from celery.worker import state
+# The chunks of the tasks this process is running now, by task ID (several with threads or a
+# pool of one process's own; one at a time in a solo worker or a prefork pool process).
+_playing: dict[str, list[int]] = {}
 
+
+@task_prerun.connect
+def _play(task_id: str = "", task: Any = None, args: Any = None, kwargs: Any = None, **_: Any) -> None:
     from sweeps.services import taskqueue
 
-    for _ in range(3):
-        try:
-            requests = list(state.reserved_requests) + list(state.active_requests)
-            break
-        except RuntimeError:  # the consumer added one while we read: read again
-            continue
-    else:
-        return []
-    return sorted({pk for r in requests for pk in taskqueue.chunk_ids_of(r.task_name, r.args or (), r.kwargs or {})})
+    ids = taskqueue.chunk_ids_of(getattr(task, "name", ""), args or (), kwargs or {})
+    if ids:
+        _playing[task_id] = ids
+
+
+@task_postrun.connect
+def _played(task_id: str = "", **_: Any) -> None:
+    _playing.pop(task_id, None)
+
+
+def playing_chunk_ids() -> list[int]:
+    """The chunks of the tasks this process is running now (their leases are renewed)."""
+    return sorted({pk for ids in list(_playing.values()) for pk in ids})
 
 
 class Keeper:
@@ -85,7 +96,7 @@ class Keeper:
 
         close_old_connections()
         try:
-            leases.leases_renew(chunk_ids=held_chunk_ids())
+            leases.leases_renew(chunk_ids=playing_chunk_ids())
             leading = self.stalled_for > 0 and leases.lead()
             if leading != self.leading:
                 log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
@@ -122,6 +133,13 @@ def start_watchdog(sender: Any = None, **kwargs: Any) -> None:
     stalled_for = float(getattr(settings, "SWEEPSITE_STALL_SECONDS", 0) or 0)
     _watchdog_stop.clear()
     threading.Thread(target=_keep, args=(stalled_for,), name="sweepsite-lease-keeper", daemon=True).start()
+
+
+@worker_process_init.connect
+def start_pool_keeper(**kwargs: Any) -> None:
+    """A prefork pool process renews the leases of what it plays (it never leads)."""
+    _watchdog_stop.clear()
+    threading.Thread(target=_keep, args=(0.0,), name="sweepsite-lease-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

@@ -789,32 +789,31 @@ def test_the_stall_rule_leaves_a_sweep_with_a_live_lease_alone(watchdog):
     assert recovery.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
 
 
-class FakeRequest:
-    """What the lease keeper reads of a request Celery's worker holds (celery.worker.request.Request)."""
-
-    def __init__(self, task_name: str, args: tuple[Any, ...]) -> None:
-        self.task_name, self.args, self.kwargs = task_name, args, {}
-
-
-def test_the_keeper_renews_the_leases_of_the_messages_its_worker_holds_and_leads(watchdog, monkeypatch):
-    from celery.worker import state
+def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(watchdog):
+    from celery.signals import task_postrun, task_prerun
 
     from sweepsite import celery as celery_module
 
     sweep = stalled_sweep(seconds=1)
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
-    held = [FakeRequest(tasks.chunks_run.name, (ids[:2],)), FakeRequest(tasks.question_resume.name, (ids[5],))]
-    running = FakeRequest(tasks.chunk_run.name, (ids[2],))
-    monkeypatch.setattr(state, "reserved_requests", set(held))
-    monkeypatch.setattr(state, "active_requests", {running})
-    assert celery_module.held_chunk_ids() == ids[:3]
-    lapse([ids[4]])  # a dead worker's
-    assert celery_module.Keeper(stalled_for=0).round() == 0  # renews, never leads
-    assert leases.leader() is None and sent_chunk_ids(watchdog) == []
-    assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
-                  .values_list("pk", flat=True)) == ids[:3]
-    assert celery_module.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
-    assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
+    started = [("t1", tasks.chunks_run, (ids[:2],)), ("t2", tasks.chunk_run, (ids[2],)),
+               ("t3", tasks.question_resume, (ids[5],)), ("t4", tasks.chunk_run, (ids[3],))]
+    for task_id, task, args in started:
+        task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
+    task_postrun.send(sender=tasks.chunk_run, task_id="t4", task=tasks.chunk_run, args=(ids[3],), kwargs={})
+    try:
+        assert celery_module.playing_chunk_ids() == ids[:3]  # t4 ended; t3 plays no chunk
+        lapse([ids[4]])  # a dead worker's
+        assert celery_module.Keeper(stalled_for=0).round() == 0  # renews, never leads
+        assert leases.leader() is None and sent_chunk_ids(watchdog) == []
+        assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
+                      .values_list("pk", flat=True)) == ids[:3]
+        assert celery_module.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
+        assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
+    finally:
+        for task_id, task, args in started:
+            task_postrun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
+    assert celery_module.playing_chunk_ids() == []
 
 
 def recovered_first(queue: str) -> list[Any]:
