@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -36,24 +37,29 @@ log = logging.getLogger("sweepsite.watchdog")
 _watchdog_stop = threading.Event()
 
 
-def watchdog_round(stalled_for: float) -> int:
-    """One round of the stall rules, with fresh database connections; never raises."""
+def _guarded(what: str, round_: Callable[[], int]) -> int:
+    """Run a round with fresh database connections; never raises (the next round tries again)."""
     from django.db import DatabaseError, close_old_connections
-
-    from sweeps.services import audits, recovery
 
     close_old_connections()
     try:
-        return (recovery.sweeps_resume_stalled(stalled_for=stalled_for)
-                + audits.audits_resume_stalled(stalled_for=stalled_for))
-    except DatabaseError as e:  # a database that is down now: the next round tries again
-        log.warning("the stall watchdog cannot read the sweeps (%s: %s)", type(e).__name__, e)
+        return round_()
+    except DatabaseError as e:  # a database that is down now
+        log.warning("%s cannot reach the database (%s: %s)", what, type(e).__name__, e)
         return 0
     except Exception:  # noqa: BLE001 - never let the thread die
-        log.exception("the stall watchdog failed this round")
+        log.exception("%s failed this round", what)
         return 0
     finally:
         close_old_connections()
+
+
+def watchdog_round(stalled_for: float) -> int:
+    """One round of the stall rules; never raises."""
+    from sweeps.services import audits, recovery
+
+    return _guarded("the stall watchdog", lambda: recovery.sweeps_resume_stalled(stalled_for=stalled_for)
+                    + audits.audits_resume_stalled(stalled_for=stalled_for))
 
 
 # The chunks of the tasks this process is running now, by task ID (several with threads or a
@@ -90,32 +96,21 @@ class Keeper:
 
     def round(self) -> int:
         """Renew, then lead if this worker may and can; how many tasks the watchdog queued. Never raises."""
-        from django.db import DatabaseError, close_old_connections
-
-        from sweeps.services import leases, recovery
-
-        close_old_connections()
-        try:
-            leases.leases_renew(chunk_ids=playing_chunk_ids())
-            leading = self.stalled_for > 0 and leases.lead()
-            if leading != self.leading:
-                log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
-                self.leading, self.next_stall = leading, 0.0
-            if not leading:
-                return 0
-            n = recovery.chunks_requeue_lapsed()
-        except DatabaseError as e:  # a database that is down now: the next round tries again
-            log.warning("the lease keeper cannot reach the database (%s: %s)", type(e).__name__, e)
-            return 0
-        except Exception:  # noqa: BLE001 - never let the thread die
-            log.exception("the lease keeper failed this round")
-            return 0
-        finally:
-            close_old_connections()
-        if time.monotonic() >= self.next_stall:
+        n = _guarded("the lease keeper", self._renew_and_lead)
+        if self.leading and time.monotonic() >= self.next_stall:
             self.next_stall = time.monotonic() + min(max(self.stalled_for / 4, 0.25), 15.0)
             n += watchdog_round(self.stalled_for)
         return n
+
+    def _renew_and_lead(self) -> int:
+        from sweeps.services import leases, recovery
+
+        leases.leases_renew(chunk_ids=playing_chunk_ids())
+        leading = self.stalled_for > 0 and leases.lead()
+        if leading != self.leading:
+            log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
+            self.leading, self.next_stall = leading, 0.0
+        return recovery.chunks_requeue_lapsed() if leading else 0
 
 
 def _keep(stalled_for: float) -> None:

@@ -354,16 +354,14 @@ def load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
-def test_whole_worker_kills_rerun_within_seconds_on_sqlite_and_the_filesystem_broker(fs_lab, capsys):
-    sweep_under_whole_kills(fs_lab, capsys, "whole-worker kills, SQLite + filesystem broker")
-
-
-@pytest.mark.services
-def test_whole_worker_kills_rerun_within_seconds_on_postgresql_and_redis(redis_lab, capsys):
+@pytest.mark.parametrize("where", ["fs_lab", pytest.param("redis_lab", marks=pytest.mark.services)])
+def test_whole_worker_kills_rerun_within_seconds(where, request, capsys):
     from django.db import connection
 
-    assert connection.vendor == "postgresql"
-    sweep_under_whole_kills(redis_lab, capsys, "whole-worker kills, PostgreSQL + Redis")
+    lab = request.getfixturevalue(where)
+    assert connection.vendor == ("postgresql" if lab.redis else "sqlite")
+    sweep_under_whole_kills(lab, capsys, "whole-worker kills, " + ("PostgreSQL + Redis" if lab.redis else
+                                                                  "SQLite + filesystem broker"))
 
 
 # --- 1c. one watchdog acts per round ---------------------------------------------------------------
