@@ -7,7 +7,8 @@ dies stops renewing, and its chunks' leases run out. Celery's own record of a wo
 not used: a prefork worker whose pool process was SIGKILLed can hold the lost task's request for
 good (seen in the fault tests), and its leases would never run out.
 
-Every worker's main process also asks for the watchdog's leader lease each round (the same thread).
+Every worker's main process also renews its worker's lease and asks for the watchdog's leader
+lease each round (the same thread).
 The one worker that leads runs the watchdog that round: the chunks of a dead worker (leases run
 out) queued again ahead of the queue, and, every quarter of settings.SWEEPSITE_STALL_SECONDS, the
 stall rules for lost messages no worker held (a broker restarted empty),
@@ -89,8 +90,8 @@ def playing_chunk_ids() -> list[int]:
 class Keeper:
     """The lease keeper's rounds (see the module's docstring); `leading` says whether the last round led."""
 
-    def __init__(self, stalled_for: float) -> None:
-        self.stalled_for = stalled_for
+    def __init__(self, stalled_for: float, *, main: bool = True) -> None:
+        self.stalled_for, self.main = stalled_for, main  # main: a worker's main process (not a pool's)
         self.leading = False
         self.next_stall = 0.0  # the stall rules at once when this worker comes to lead
 
@@ -106,17 +107,23 @@ class Keeper:
         from sweeps.services import leases, recovery
 
         leases.leases_renew(chunk_ids=playing_chunk_ids())
+        if not self.main:
+            return 0
+        leases.alive()
         leading = self.stalled_for > 0 and leases.lead()
         if leading != self.leading:
             log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
             self.leading, self.next_stall = leading, 0.0
-        return recovery.chunks_requeue_lapsed() if leading else 0
+        if not leading:
+            return 0
+        leases.leases_forget()
+        return recovery.chunks_requeue_lapsed()
 
 
-def _keep(stalled_for: float) -> None:
+def _keep(stalled_for: float, main: bool) -> None:
     from sweeps.limits import LEASE_RENEW_SECONDS
 
-    keeper = Keeper(stalled_for)
+    keeper = Keeper(stalled_for, main=main)
     while not _watchdog_stop.wait(LEASE_RENEW_SECONDS):
         keeper.round()
 
@@ -127,14 +134,14 @@ def start_watchdog(sender: Any = None, **kwargs: Any) -> None:
 
     stalled_for = float(getattr(settings, "SWEEPSITE_STALL_SECONDS", 0) or 0)
     _watchdog_stop.clear()
-    threading.Thread(target=_keep, args=(stalled_for,), name="sweepsite-lease-keeper", daemon=True).start()
+    threading.Thread(target=_keep, args=(stalled_for, True), name="sweepsite-lease-keeper", daemon=True).start()
 
 
 @worker_process_init.connect
 def start_pool_keeper(**kwargs: Any) -> None:
     """A prefork pool process renews the leases of what it plays (it never leads)."""
     _watchdog_stop.clear()
-    threading.Thread(target=_keep, args=(0.0,), name="sweepsite-lease-keeper", daemon=True).start()
+    threading.Thread(target=_keep, args=(0.0, False), name="sweepsite-lease-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

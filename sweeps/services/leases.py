@@ -1,15 +1,18 @@
 """Leases: which worker has a chunk in its hands, and which worker leads the watchdog.
 
 Rules:
-- A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live worker holds its message. The
-  claim that counts an attempt takes it (services/chunks.py, the same UPDATE); the holder's main
-  process renews it every LEASE_RENEW_SECONDS for the chunks of the messages it has received and not
-  finished (`leases_renew`, called by sweepsite/celery.py); storing the chunk ends it. A lease that
-  ran out on an unstored chunk of a running sweep means its holder died with the message (a whole
-  worker SIGKILLed): the leader queues the chunk again (recovery.chunks_requeue_lapsed).
+- A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live process is playing it. The
+  claim that counts an attempt takes it (services/chunks.py, the same UPDATE); the process playing
+  it renews it every LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by
+  sweepsite/celery.py); storing the chunk ends it.
+- A worker's lease (a Lease row `worker:<holder>`, renewed by its main process, `alive`) says that
+  the worker lives. A chunk whose lease ran out unstored, in a running sweep, whose worker's lease
+  ran out too, was lost with a whole worker (SIGKILLed, its host gone): the leader queues it again
+  (recovery.chunks_requeue_lapsed). One whose worker lives lost only a prefork pool process: Celery
+  gives its message back (`reject_on_worker_lost`), so it is not queued a second time.
 - The holder is this host and the worker's main process ID (a prefork pool's processes inherit it,
   as they are forked from the main process), so a restarted worker never renews a dead one's leases
-  by name; a renewal names the chunks it holds anyway.
+  by name; a renewal names the chunks it plays anyway.
 - One leader at a time: the `watchdog` Lease row, taken and renewed by a conditional UPDATE
   (`... WHERE holder = me OR expires_at < now`), the same statement on SQLite and PostgreSQL. Only
   the leader runs the watchdog's rules, so workers started together never queue one sweep's work
@@ -25,7 +28,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
@@ -35,6 +38,9 @@ from sweeps.models import Chunk, Lease
 # process before it forks a prefork pool, so its pool processes name the same holder.
 HOLDER = f"{socket.gethostname()}:{os.getpid()}"[-LEASE_HOLDER_CHARS:]
 LEADER = "watchdog"
+WORKER = "worker:"  # a worker's lease is named so, with its holder
+# A worker's lease this long run out is deleted by the leader (a worker that stopped, long ago).
+FORGET_SECONDS = 600
 
 
 def lease_until(now: datetime | None = None) -> datetime:
@@ -48,6 +54,24 @@ def leases_renew(*, chunk_ids: Sequence[int], holder: str = HOLDER) -> int:
     if not chunk_ids:
         return 0
     return Chunk.objects.filter(pk__in=list(chunk_ids), stored=False).update(holder=holder, lease_until=lease_until())
+
+
+def alive(*, holder: str = HOLDER) -> None:
+    """Renew (or take) this worker's lease: it lives for LEASE_SECONDS more."""
+    name, until = WORKER + holder, lease_until()
+    if not Lease.objects.filter(name=name).update(holder=holder, expires_at=until):
+        Lease.objects.bulk_create([Lease(name=name, holder=holder, expires_at=until)], ignore_conflicts=True)
+
+
+def live_workers() -> QuerySet[Lease]:
+    """The holders whose worker lives (a subquery)."""
+    return Lease.objects.filter(name__startswith=WORKER, expires_at__gte=timezone.now()).values("holder")
+
+
+def leases_forget() -> int:
+    """Delete the leases of workers that stopped FORGET_SECONDS ago or more; how many."""
+    before = timezone.now() - timedelta(seconds=FORGET_SECONDS)
+    return Lease.objects.filter(name__startswith=WORKER, expires_at__lt=before).delete()[0]
 
 
 def lead(*, holder: str = HOLDER) -> bool:

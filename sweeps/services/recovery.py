@@ -153,12 +153,14 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
 
 def chunks_requeue_lapsed() -> int:
     """The watchdog's lease rule: queue again, ahead of the queue, the unstored chunks of running
-    sweeps whose lease ran out (their holder died with their message: a whole worker SIGKILLed, its
-    host gone). Each lapsed lease is ended in the transaction that publishes its chunk, so a chunk
-    is queued once however many watchdogs look; a broker that cannot be reached rolls it back (the
-    next round tries again). Returns how many chunks were queued."""
+    sweeps whose lease ran out with their worker's (a whole worker SIGKILLed, its host gone: their
+    messages died with it). A lapsed chunk whose worker lives is Celery's to give back (a prefork
+    pool process died: `reject_on_worker_lost`). Each lapsed lease is ended in the transaction that
+    publishes its chunk, so a chunk is queued once however many watchdogs look; a broker that cannot
+    be reached rolls it back (the next round tries again). Returns how many chunks were queued."""
     now = timezone.now()
-    lapsed = Chunk.objects.filter(lease_until__lt=now, stored=False, sweep__status=Sweep.Status.RUNNING)
+    lapsed = Chunk.objects.filter(lease_until__lt=now, stored=False, sweep__status=Sweep.Status.RUNNING).exclude(
+        holder__in=leases.live_workers())
     n = 0
     for sweep_id in sorted(set(lapsed.values_list("sweep_id", flat=True))):
         try:

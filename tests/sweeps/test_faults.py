@@ -738,6 +738,11 @@ def test_one_holder_leads_until_its_lease_runs_out():
     assert leases.lead(holder="b:2")
     assert not leases.lead(holder="a:1")  # back too late: b leads now
     assert leases.leader() == "b:2"
+    leases.alive(holder="c:3")
+    Lease.objects.filter(holder="c:3").update(expires_at=timezone.now() - timedelta(seconds=leases.FORGET_SECONDS + 1))
+    leases.alive(holder="d:4")
+    assert leases.leases_forget() == 1  # c stopped long ago
+    assert sorted(Lease.objects.values_list("name", flat=True)) == [leases.LEADER, leases.WORKER + "d:4"]
 
 
 def test_the_lease_rule_queues_a_dead_workers_chunks_once_ahead_of_the_queue(watchdog):
@@ -755,6 +760,16 @@ def test_the_lease_rule_queues_a_dead_workers_chunks_once_ahead_of_the_queue(wat
     assert Chunk.objects.get(pk=ids[3]).holder == "alive:2"
     assert recovery.chunks_requeue_lapsed() == 0  # queued once: their leases ended with it
     assert len(sent_chunk_ids(watchdog)) == 3
+
+
+def test_the_lease_rule_leaves_a_lapsed_chunk_whose_worker_lives_to_celery(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
+    lapse(ids, holder="prefork:3")  # its pool process died: the worker gives the message back itself
+    leases.alive(holder="prefork:3")
+    assert recovery.chunks_requeue_lapsed() == 0
+    Lease.objects.filter(holder="prefork:3").update(expires_at=timezone.now() - timedelta(seconds=0.1))
+    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids  # then the whole worker died
 
 
 def test_the_lease_rule_keeps_the_lapsed_leases_while_the_broker_is_away(watchdog):
