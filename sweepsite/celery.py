@@ -1,9 +1,10 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-Every process that runs tasks (a solo worker's main process, each process of a prefork pool) keeps
-the leases of the chunks it is playing (services/leases.py): a thread renews them every
-LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun); a process that
-dies stops renewing, and its chunks' leases run out. Celery's own record of a worker's messages is
+A worker's main process takes the leases of a message's chunks when it receives the message
+(task_received), and every process that runs tasks (a solo worker's main process, each process of
+a prefork pool) keeps the leases of the chunks it is playing (services/leases.py): a thread renews
+them every LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun); a
+process that dies stops renewing, and its chunks' leases run out. Celery's own record of a worker's messages is
 not used: a prefork worker whose pool process was SIGKILLed can hold the lost task's request for
 good (seen in the fault tests), and its leases would never run out.
 
@@ -26,7 +27,14 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_process_init, worker_ready, worker_shutting_down
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    task_received,
+    worker_process_init,
+    worker_ready,
+    worker_shutting_down,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sweepsite.settings")
 
@@ -66,6 +74,18 @@ def watchdog_round(stalled_for: float) -> int:
 # The chunks of the tasks this process is running now, by task ID (several with threads or a
 # pool of one process's own; one at a time in a solo worker or a prefork pool process).
 _playing: dict[str, list[int]] = {}
+
+
+@task_received.connect
+def _received(request: Any = None, **_: Any) -> None:
+    """A worker's main process takes the leases of a message's chunks as it receives it: should the
+    worker die before the task claims them, they run out with it (and are queued again)."""
+    from sweeps.services import leases, taskqueue
+
+    ids = taskqueue.chunk_ids_of(getattr(request, "task_name", ""), getattr(request, "args", None) or (),
+                                 getattr(request, "kwargs", None) or {})
+    if ids:
+        _guarded("taking the leases of a message", lambda: leases.leases_renew(chunk_ids=ids))
 
 
 @task_prerun.connect

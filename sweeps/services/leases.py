@@ -1,10 +1,11 @@
 """Leases: which worker has a chunk in its hands, and which worker leads the watchdog.
 
 Rules:
-- A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live process is playing it. The
-  claim that counts an attempt takes it (services/chunks.py, the same UPDATE); the process playing
-  it renews it every LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by
-  sweepsite/celery.py); storing the chunk ends it.
+- A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live worker has its message in hand.
+  The worker's main process takes it when it receives the message, the claim that counts an attempt
+  takes it again (services/chunks.py, the same UPDATE), and the process playing it renews it every
+  LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by sweepsite/celery.py); storing
+  the chunk ends it.
 - A worker's lease (a Lease row `worker:<holder>`, renewed by its main process, `alive`) says that
   the worker lives. A chunk whose lease ran out unstored, in a running sweep, whose worker's lease
   ran out too, was lost with a whole worker (SIGKILLed, its host gone): the leader queues it again

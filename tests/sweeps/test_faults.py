@@ -802,6 +802,24 @@ def test_the_stall_rule_leaves_a_sweep_with_a_live_lease_alone(watchdog):
     assert recovery.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
 
 
+class Received:
+    """What a worker's task_received signal carries of a message (celery.worker.request.Request)."""
+
+    def __init__(self, task_name: str, args: tuple[Any, ...]) -> None:
+        self.task_name, self.args, self.kwargs = task_name, args, {}
+
+
+def test_a_worker_takes_the_leases_of_a_message_as_it_receives_it():
+    from celery.signals import task_received
+
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    task_received.send(sender=None, request=Received(tasks.chunks_run.name, (ids[:2],)))
+    task_received.send(sender=None, request=Received(tasks.question_resume.name, (ids[2],)))
+    assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
+                  .values_list("pk", flat=True)) == ids[:2]
+
+
 def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(watchdog):
     from celery.signals import task_postrun, task_prerun
 
