@@ -326,7 +326,9 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
     worst = report_kills(capsys, label, kills, total, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
                                                       f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
                                                       f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
-                                                      f"{boot:.1f} s first", lab.logs())
+                                                      f"{boot:.1f} s first; {requeued(lab)} chunk(s) queued again "
+                                                      "by the stall rule (messages lost between a worker's taking "
+                                                      "them and their leases)", lab.logs())
     assert len(hits) == WHOLE_KILLS, [(k.pid, k.share) for k in kills]
     assert worst <= RERUN_SECONDS, [(k.pid, k.seconds()) for k in hits]
 
