@@ -1,20 +1,20 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-A worker's main process takes the leases of a message's chunks when it receives the message
-(task_received), and every process that runs tasks (a solo worker's main process, each process of
-a prefork pool) keeps the leases of the chunks it is playing (services/leases.py): a thread renews
-them every LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun); a
-process that dies stops renewing, and its chunks' leases run out. Celery's own record of a worker's messages is
-not used: a prefork worker whose pool process was SIGKILLed can hold the lost task's request for
-good (seen in the fault tests), and its leases would never run out.
+Leases (services/leases.py): a worker's main process takes the leases of a message's chunks when it
+receives the message (task_received), and every process that runs tasks (a solo worker's main
+process, each process of a prefork pool) renews the leases of the chunks it plays every
+LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun), in a thread of
+its own; a process that dies stops renewing, and its chunks' leases run out. Celery's record of the
+requests a worker holds is not used: a prefork worker whose pool process was SIGKILLed can keep the
+lost task's request for good (seen in the fault tests), and its leases would never run out.
 
-Every worker's main process also renews its worker's lease and asks for the watchdog's leader
-lease each round (the same thread).
-The one worker that leads runs the watchdog that round: the chunks of a dead worker (leases run
-out) queued again ahead of the queue, and, every quarter of settings.SWEEPSITE_STALL_SECONDS, the
-stall rules for lost messages no worker held (a broker restarted empty),
-services.recovery.sweeps_resume_stalled and audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0
-keeps a worker from leading (its processes still renew their leases).
+The same thread of a worker's main process renews the worker's own lease and asks for the
+watchdog's leader lease each round. The one worker that leads runs the watchdog that round: the
+chunks of a dead worker (their leases and its own run out) queued again ahead of the queue, and,
+every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held
+(a broker restarted empty), services.recovery.sweeps_resume_stalled and
+audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps
+its leases).
 """
 
 from __future__ import annotations

@@ -3,14 +3,13 @@
 Rules:
 - The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py), every
   LEASE_RENEW_SECONDS. Its first rule, `chunks_requeue_lapsed`: a chunk whose lease ran out unstored
-  (its worker died with the message) is queued again ahead of the queue, within seconds of the death.
-  Its second, the stall rule `sweeps_resume_stalled` (both also run by `manage.py sweep` while it
-  waits, `sweep_wait`, when no worker leads): a running sweep with no live lease that stored nothing
-  for a while, with nothing left in the queue, lost messages no worker held (a broker restarted
-  empty); its missing chunks are
-  queued again. The sweep page's resume button (`sweep_resume`) does it by hand, also for a failed
-  or cancelled sweep. A chunk that keeps failing (or killing its worker) is bounded by
-  MAX_CHUNK_ATTEMPTS either way.
+  with its worker's (the worker died with the message) is queued again ahead of the queue, within
+  seconds of the death. Its second, the stall rule `sweeps_resume_stalled`: a running sweep with no
+  live lease that stored nothing for a while, with nothing left in the queue, lost messages no
+  worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
+  runs both while it waits (`sweep_wait`) when no worker leads. The sweep page's resume button
+  (`sweep_resume`) does it by hand, also for a failed or cancelled sweep. A chunk that keeps failing
+  (or killing its worker) is bounded by MAX_CHUNK_ATTEMPTS either way.
 - Queuing a chunk again ends its lease, in the transaction that decides it: a lapsed lease is taken
   once (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), and a chunk resumed by hand or
   by the stall rule is not queued a second time by the lease rule.
