@@ -59,6 +59,8 @@ STALL = 2.0
 KILLS = [(0.06, "pool"), (0.17, "pool"), (0.28, "whole"), (0.40, "pool"), (0.52, "pool"), (0.64, "whole"),
          (0.76, "pool"), (0.86, "pool")]
 TIMEOUT = 240
+# The two passes' brokers and databases: SQLite + a filesystem broker, PostgreSQL + a private Redis.
+LABS = ["fs_lab", pytest.param("redis_lab", marks=pytest.mark.services)]
 
 
 def key(configs: list[dict[str, str]]) -> tuple[tuple[str, str, str], ...]:
@@ -356,7 +358,7 @@ def load() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
-@pytest.mark.parametrize("where", ["fs_lab", pytest.param("redis_lab", marks=pytest.mark.services)])
+@pytest.mark.parametrize("where", LABS)
 def test_whole_worker_kills_rerun_within_seconds(where, request, capsys):
     from django.db import connection
 
@@ -399,13 +401,15 @@ def actions(pool: Workers, sweep: Sweep) -> dict[str, tuple[list[int], int]]:
 
 
 @pytest.mark.parametrize("n", [2, 4])
-def test_one_watchdog_acts_per_round(fs_lab, capsys, n):
-    workers = fs_lab.workers(pool="solo", concurrency=1)
+@pytest.mark.parametrize("where", LABS)
+def test_one_watchdog_acts_per_round(where, n, request, capsys):
+    lab = request.getfixturevalue(where)
+    workers = lab.workers(pool="solo", concurrency=1)
     workers.start(n)  # started together: without a leader their watchdogs' rounds run in lockstep
     lines = []
     for _ in range(3):
         sweep, held, lost = lost_sweep()
-        assert wait_finished(sweep, fs_lab, timeout=120) == Sweep.Status.DONE, fs_lab.logs()[-6000:]
+        assert wait_finished(sweep, lab, timeout=120) == Sweep.Status.DONE, lab.logs()[-6000:]
         check_rows(sweep)
         acted = actions(workers, sweep)
         assert len(acted) == 1, acted  # one watchdog queued this sweep's work
@@ -415,7 +419,8 @@ def test_one_watchdog_acts_per_round(fs_lab, capsys, n):
         lines.append(f"{len(held)} held by a dead worker + {len(lost)} never delivered -> queued again once, "
                      f"by {by}")
     leaders = {m for log in workers.logs for m in re.findall(r"(\S+) leads the watchdog", log.read_text())}
-    report(capsys, f"one watchdog, {n} workers started together: {'; '.join(lines)}; leaders in all: "
+    report(capsys, f"one watchdog, {n} workers started together on {'Redis' if lab.redis else 'SQLite'}: "
+                   f"{'; '.join(lines)}; leaders in all: "
                    f"{len(leaders)} ({', '.join(sorted(leaders))}); rows exact, no duplicate")
     assert len(leaders) == 1  # nobody took over: the leader kept its lease
 
