@@ -4,12 +4,18 @@ Real `celery worker` processes (never eager) on a broker of the test's own and t
 - SIGKILLs during a whole-table sweep (pool processes, and whole workers), on the embedded default
   (SQLite and the filesystem broker, first pass of `make test`) and on PostgreSQL and a private
   Redis (the services pass): the sweep ends done with exactly agentcore's rows, none twice.
+- Ten whole workers SIGKILLed while they play chunks, started as `make run` starts them (two
+  solo-pool workers, each replaced at once by a warm spare): each one's chunks are queued again and
+  run within RERUN_SECONDS of its death (printed per kill, with the sweep's total), in both passes.
+- Two and four workers started together, a sweep's messages lost under them (a dead worker's
+  leases, a broker restarted empty): one watchdog acts, each chunk is queued again once.
 - The private Redis SIGKILLed and started again mid-sweep: the sweep still completes.
 - A chunk that kills its worker every time: the sweep fails after MAX_CHUNK_ATTEMPTS with a message
   naming the chunk, and the page's resume button finishes it.
 - The broker or the database unreachable when a user launches: a clear message and a 503, no sweep
   left running (stored failed, or not at all).
-- The stall watchdog (recovery.sweeps_resume_stalled) on its own.
+- The stall watchdog (recovery.sweeps_resume_stalled), leases, the leader and the lease rule
+  (services/leases.py, recovery.chunks_requeue_lapsed) on their own.
 
 What happened is printed to the terminal (kills survived, rows expected and stored, times).
 """
