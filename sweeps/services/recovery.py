@@ -4,9 +4,9 @@ Rules:
 - The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py), every
   LEASE_RENEW_SECONDS. Its first rule, `chunks_requeue_lapsed`: a chunk whose lease ran out unstored
   with its worker's (the worker died with the message) is queued again ahead of the queue, within
-  seconds of the death. Its second, the stall rule `sweeps_resume_stalled`: a running sweep with no
-  live lease that stored nothing for a while, with nothing left in the queue, lost messages no
-  worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
+  seconds of the death. Its second, the stall rule `sweeps_resume_stalled`: a running sweep that for a
+  while stored nothing and had no chunk under a lease, with nothing left in the queue, lost
+  messages no worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
   runs both while it waits (`sweep_wait`) when no worker leads. The sweep page's resume button
   (`sweep_resume`) does it by hand, also for a failed or cancelled sweep. A chunk that keeps failing
   (or killing its worker) is bounded by MAX_CHUNK_ATTEMPTS either way.
@@ -92,14 +92,15 @@ def _stalled(stalled_for: float, sweep_id: int | None, now: Any, mono: float) ->
     candidates = sweeps.annotate(
         last=Max("chunks__stored_at"),
         unstored=Count("chunks", filter=Q(chunks__stored=False)),
-        leased=Count("chunks", filter=Q(chunks__stored=False, chunks__lease_until__gte=now)),
+        leased=Max("chunks__lease_until", filter=Q(chunks__stored=False)),
     ).values_list("pk", "status", "last", "unstored", "leased")
     stalled = []
     for pk, status, last, unstored, leased in candidates:
         if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for:
             continue
-        # A live lease: a worker is playing one of its chunks (a long one stores nothing for a while).
-        quiet = (last is None or last < cutoff) and not leased
+        # A lease live or ended within the period: a worker plays one of its chunks (a long one stores
+        # nothing for a while), or a prefork worker gives back the message of a pool process that died.
+        quiet = (last is None or last < cutoff) and (leased is None or leased < cutoff)
         if not unstored and status == Sweep.Status.RUNNING and quiet:
             # Every chunk stored, still "running": a redelivered chunk finds itself stored and stops.
             lifecycle.sweep_finalize(sweep_id=pk)
@@ -114,8 +115,8 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     """The stall watchdog: queue again the missing work of sweeps whose workers lost it.
 
     A running sweep that stored no chunk for `stalled_for` seconds (since its launch, its last
-    stored chunk, or this process's last resume of it) and has no chunk under a live lease gets
-    its unstored chunks enqueued again;
+    stored chunk, or this process's last resume of it) and had no chunk under a lease in that time
+    gets its unstored chunks enqueued again;
     a running or waiting sweep gets the resume of every question answered more than `stalled_for`
     seconds ago and not resumed yet. Only when the task queue is empty: messages still queued
     will reach a worker (or no worker runs, and queueing more would not help). So it recovers the
