@@ -82,17 +82,19 @@ RATE_SWEEPS = 20
 
 # --- progress and stalls -----------------------------------------------------------------------
 
-# A chunk's lease: the worker that claims a chunk holds it for LEASE_SECONDS and renews it every
-# LEASE_RENEW_SECONDS while the chunk's message is in that worker's hands (a thread of its main
-# process, sweepsite/celery.py). A whole worker SIGKILLed stops renewing: its chunks' leases run out
-# LEASE_SECONDS later at most, and the watchdog's leader (the one worker holding the leader lease,
-# also LEASE_SECONDS, taken and renewed by the same rounds) queues them again ahead of the queue on
-# its next round; a worker takes them when its current message is done. Kill to re-run: up to
-# LEASE_SECONDS + LEASE_RENEW_SECONDS + a message's time (the goal is 5 s; measured 2-4 s on a loaded
-# 2-core machine, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease runs
-# out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock for up
-# to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once). Each
-# round is one small UPDATE per worker (none while it holds no chunk) and one for the leader.
+# Leases (services/leases.py): a worker takes a chunk's lease for LEASE_SECONDS when it receives
+# the chunk's message and when it claims the chunk, and the process playing it renews it every
+# LEASE_RENEW_SECONDS until its task ends; each worker's main process renews a lease of its own, and
+# the watchdog's leader lease, on the same rounds. A whole worker SIGKILLed stops renewing: its
+# chunks' leases and its own run out LEASE_SECONDS later at most, and the leader (the one worker
+# holding the leader lease) queues them again ahead of the queue on its next round; a worker takes
+# them when its current message is done. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a
+# message's time (the goal is 5 s; 1.6 to 4.5 s measured on the shared 2-core machine at a load
+# average of 8 to 10, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
+# runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
+# for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
+# Each round is one small UPDATE per worker and one for the leader, and one per process while it
+# plays a chunk.
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
