@@ -93,13 +93,13 @@ RATE_SWEEPS = 20
 # average of 8 to 10, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
 # runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
 # for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
-# Each round is one small UPDATE per worker and one for the leader, and one per process while it
-# plays a chunk.
+# Each round is two small UPDATEs per worker (its lease, the leader's) and one per process while
+# it plays a chunk.
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
-# messages no worker held a lease for: a running sweep with no live lease that stored no chunk for
-# this many seconds while the task queue is empty has lost messages (a broker restarted empty); its
+# messages no worker held a lease for: a running sweep that stored no chunk and had no chunk under a
+# lease for this many seconds while the task queue is empty has lost messages (a broker restarted empty); its
 # missing chunks are queued again by the leader. Killed workers are the leases' business (above),
 # not this period's. `manage.py sweep` uses it when the setting is 0.
 STALL_SECONDS = 30.0
