@@ -171,10 +171,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
-# The stall watchdog (services.recovery.sweeps_resume_stalled): a running sweep that stored no chunk for this
-# many seconds while the task queue is empty has lost messages (a SIGKILLed worker, a broker that
-# restarted empty); every worker checks a few times per period and queues its missing chunks again,
-# and so does `manage.py sweep` while it waits. 0 turns the workers' watchdog off.
+# The watchdog runs in the one worker that holds the leader lease (services/leases.py, sweepsite/celery.py):
+# chunks whose lease ran out with their worker (a SIGKILL) are queued again within seconds
+# (limits.LEASE_SECONDS); and by the stall rule (services.recovery.sweeps_resume_stalled), a running
+# sweep with no live lease that stored no chunk for this many seconds while the task queue is empty
+# has lost messages (a broker that restarted empty): the leader checks every quarter of it and queues
+# its missing chunks again, and so does `manage.py sweep` while it waits. 0: this worker never leads
+# (it still renews the leases of the chunks it plays).
 SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.

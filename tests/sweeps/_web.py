@@ -29,7 +29,7 @@ def launch_data(**kw: Any) -> dict[str, Any]:
 def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     """What the services publish, recorded instead of sent: [(task name, args), ...]."""
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: sent.append((name, tuple(args))))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *_: sent.append((name, tuple(args))))
     return sent
 
 
