@@ -12,8 +12,9 @@ Rules:
   full, crashed at p and at q, with the answers given by q. A thrice scenario starts from the
   state the twice scenario's restart noted at r, in the same way.
 - Where agentcore.merge allows it (and `merge` is on), a chunk plays the run to p, then the restarts
-  of the distinct states the crashes leave, once each per worker process (agentcore.merge): the
-  same records, fewer plays (`ChunkResult.explored`).
+  of the distinct states the crashes leave, once each per process (agentcore.merge; a sweep with
+  workers shares them among its workers: agentcore.sweep): the same records, fewer plays
+  (`ChunkResult.explored`).
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
@@ -34,6 +35,7 @@ from agentcore.state import Durable
 from agentcore.trackerfault import full_play
 
 Point = tuple[int, str, str]  # a crash point: number (1-based), kind, label
+_NO_POINT = (None, None, None)
 
 
 def _record(cfg: Config, p: Played, first: Point, second: Point | None, third: Point | None = None) -> ScenarioRecord:
@@ -44,18 +46,13 @@ def _new_record(cfg: Config, o: merging.Outcome, base: merging.Counters, first: 
                 third: Point | None, timeline: list[dict[str, Any]] | None = None,
                 effects: list[dict[str, Any]] | None = None) -> ScenarioRecord:
     asks, avoidable, approvals, model_calls = merging.plus(base, o.added)
+    # In ScenarioRecord's field order: positional arguments build a record five times as fast as
+    # keywords, and a sweep builds one per scenario.
     return ScenarioRecord(
-        job=cfg.job.name, design=cfg.design.name, tracker=cfg.tracker, runs=cfg.runs,
-        first_point=first[0], first_kind=first[1], first_label=first[2],
-        second_point=second[0] if second else None, second_kind=second[1] if second else None,
-        second_label=second[2] if second else None,
-        duplicates=o.duplicates, missing=o.missing, wrong=o.wrong, gave_up=o.gave_up, denied_ran=o.denied_ran,
-        asks=asks, avoidable=avoidable, approvals=approvals,
-        model_calls=model_calls, calls_plus=model_calls - (len(cfg.job.turns) + 1) * cfg.runs,
-        status=o.status, timeline=timeline, effects=effects,
-        third_point=third[0] if third else None, third_kind=third[1] if third else None,
-        third_label=third[2] if third else None,
-    )
+        cfg.job.name, cfg.design.name, cfg.tracker, cfg.runs, *first, *(second or _NO_POINT),
+        o.duplicates, o.missing, o.wrong, o.gave_up, o.denied_ran, asks, avoidable, approvals,
+        model_calls, model_calls - (len(cfg.job.turns) + 1) * cfg.runs, o.status, timeline, effects,
+        *(third or _NO_POINT))
 
 
 def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
@@ -106,8 +103,13 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
     if depth == 3 and cfg.person != "scripted":
         raise ValueError("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
-    if merge and not later and not chunk.answers and merging.mergeable(cfg, collect):
-        return _merged(cfg, chunk, depth, workdir)
+    if merged(cfg, chunk, collect, merge):
+        m = merging.memo(cfg)
+        before = m.explored
+        state, saves = m.first(chunk.first, workdir)
+        out = tree_result(cfg, chunk, state, saves, merging.explore(m, state, depth - 1, workdir))
+        out.explored = m.explored - before
+        return out
     # A later chunk plays its once scenario again (its record is stored already) only to note the
     # states of its restart's points (with the timeline so far, when collecting).
     deeper = depth >= 2
@@ -143,13 +145,14 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
     return out
 
 
-def _merged(cfg: Config, chunk: Chunk, depth: int, workdir: str | None) -> ChunkResult:
-    """run_chunk's records, from agentcore.merge's trees: the run to the first point, then the tree
-    of the state the crash there leaves."""
-    m = merging.memo(cfg)
-    before = m.explored
-    state, saves = m.first(chunk.first, workdir)
-    tree = merging.explore(m, state, depth - 1, workdir)
+def merged(cfg: Config, chunk: Chunk, collect: bool, merge: bool) -> bool:
+    """Whether run_chunk plays the chunk's scenarios from agentcore.merge's trees."""
+    return merge and chunk.second_from == 0 and not chunk.answers and merging.mergeable(cfg, collect)
+
+
+def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: merging.Tree) -> ChunkResult:
+    """run_chunk's records from agentcore.merge's tree of `state`, the state a crash at the chunk's
+    first point leaves (with `saves` made by then). `explored` is left to the caller."""
     first = (chunk.first, chunk.kind, chunk.label)
     base = merging.counters(state)
     out = ChunkResult(chunk.config, chunk.first, [_new_record(cfg, tree.outcome, base, first, None, None)],
@@ -162,7 +165,6 @@ def _merged(cfg: Config, chunk: Chunk, depth: int, workdir: str | None) -> Chunk
             out.records.append(_new_record(cfg, thrice.outcome, merging.plus(at_q, added3), first, (q, kind, label),
                                            (r, kind3, label3)))
             out.saves += thrice.outcome.saves
-    out.explored = m.explored - before
     return out
 
 

@@ -84,6 +84,11 @@ def load(path: str) -> Job:
 def turn_pairs(n: int) -> Job:
     """A generated job of `n` turn pairs, the growth benchmark's (bench/bench_growth.py): turn A
     files an issue and searches, turn B comments on A's issue; the triage job's tools."""
+    return parse(turn_pairs_source(n), f"generated:pairs-{n}")
+
+
+def turn_pairs_source(n: int) -> str:
+    """turn_pairs(n) as the JSON text of a job file (what the dashboard takes as an uploaded job)."""
     if not 1 <= n <= MAX_CALLS // 3:
         raise ValueError(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
     triage = json.loads(resources.files("agentcore").joinpath("jobfiles", BUILTIN["triage"]).read_bytes())
@@ -95,7 +100,7 @@ def turn_pairs(n: int) -> Job:
         turns.append({"calls": [{"id": c, "tool": "comment", "args": {
             "issue": {"$result": a, "field": "number"}, "body": f"Seen again ({i + 1})."}}]})
     turns.append({"final": f"Filed {n} issues and commented on each."})
-    return parse(json.dumps({"name": f"pairs-{n}", "tools": triage["tools"], "turns": turns}), f"generated:pairs-{n}")
+    return json.dumps({"name": f"pairs-{n}", "tools": triage["tools"], "turns": turns})
 
 
 def parse(raw: bytes | str, source: str) -> Job:

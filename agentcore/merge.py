@@ -17,10 +17,11 @@ Rules:
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
   scenario), nor under kill (the processes are real) or a tracker that can crash (a crash at its
   own point leaves the process running, with what it holds in memory).
-- Each worker process keeps one memo per configuration object, all of them together at most
-  MAX_ENTRIES trees and MAX_MEMOS configurations; past that it starts again (a merge missed costs
-  time, never a record). A sweep hands its chunks out by first point, so every configuration's
-  memo is in use until the end: one dropped early would be built again.
+- A process that runs chunks itself (a one-worker sweep, a dashboard worker) keeps one memo per
+  configuration object, all of them together at most MAX_ENTRIES trees and MAX_MEMOS
+  configurations; past that it starts again (a merge missed costs time, never a record). A sweep
+  with workers keeps one memo for all of them (agentcore.sweep): each restart's play (`step`) goes
+  to one worker, and the trees are built where the sweep started.
 """
 
 from __future__ import annotations
@@ -124,22 +125,31 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
     tree = m.trees.get(k)
     if tree is not None:
         return tree
-    deeper = crashes > 0
-    p = play(m.cfg, (), Options(points=deeper, notes=deeper), workdir, start=state)
+    done, points = step(m.cfg, state, crashes, workdir)
     m.explored += 1
-    base = counters(state)
-    children: tuple[tuple[str, str, Counters, Tree], ...] = ()
-    if deeper and p.restarts is not None:
-        points = p.processes[-1].points
-        assert points is not None
-        children = tuple((kind, label, _added(counters(note), base), explore(m, note, crashes - 1, workdir))
-                         for (kind, label), note in zip(points, p.restarts, strict=True))
-    tree = Tree(outcome(p, base), children)
+    tree = Tree(done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir))
+                            for kind, label, added, note in points))
     if _ENTRIES[0] >= MAX_ENTRIES:
         _forget()
     m.trees[k] = tree
     _ENTRIES[0] += 1
     return tree
+
+
+def step(cfg: Config, state: Durable, crashes: int, workdir: str | None = None
+         ) -> tuple[Outcome, list[tuple[str, str, Counters, Durable]]]:
+    """One play of the restart from `state`: its outcome and, with crashes still to come, for each
+    of its points the kind, label, counters added there and the state a crash there leaves."""
+    deeper = crashes > 0
+    p = play(cfg, (), Options(points=deeper, notes=deeper), workdir, start=state)
+    base = counters(state)
+    points: list[tuple[str, str, Counters, Durable]] = []
+    if deeper and p.restarts is not None:
+        kinds = p.processes[-1].points
+        assert kinds is not None
+        points = [(kind, label, _added(counters(note), base), note)
+                  for (kind, label), note in zip(kinds, p.restarts, strict=True)]
+    return outcome(p, base), points
 
 
 def _forget() -> None:

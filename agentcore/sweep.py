@@ -6,6 +6,14 @@ Rules:
   what a configuration is).
 - Scenarios are independent, so chunks run in parallel in worker processes; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
+- Where chunks merge equal states (agentcore.merge), the workers share one memo: this process plays
+  each configuration's run to its first points, then hands out each distinct restart (by its state's
+  key) to be played once by one worker (`merge.step`), which sends back its outcome, its points with
+  the keys of the states a crash there leaves, and each state it has not sent before; this process
+  hands out the states no worker has played yet, and builds each chunk's records from the trees
+  once they are whole (`chunks.tree_result`). So two workers play what one plays (the same
+  `explored`), and records are built once, here, with no record sent between processes. Other
+  chunks (timelines kept, a queue person, kill, a tracker that can crash) go to a worker whole.
 - Checkpoint files live in memory, or with `disk="files"` in real files in a RAM-backed temp dir
   when there is one, without fsync. Both give the same records.
 - This module is also the dashboard's entry point: the names it uses (`Config`, `Chunk`,
@@ -14,20 +22,24 @@ Rules:
 
 from __future__ import annotations
 
+import heapq
 import multiprocessing
 import os
+import queue
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any
 
-from agentcore.chunks import Chunk, ChunkResult, Resumed, points, replay, resume, run_chunk
+from agentcore import merge as merging
+from agentcore.chunks import Chunk, ChunkResult, Resumed, merged, points, replay, resume, run_chunk, tree_result
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
 from agentcore.disk import ram_dir
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.scenario import Options, Played, play
+from agentcore.state import Durable
 
 DISKS = ("memory", "files")
 
@@ -51,23 +63,68 @@ class Workdir:
 
 _CONFIGS: list[Config] = []
 _OPTIONS: dict[str, Any] = {}
-
+_SENT: set[tuple[int, bytes]] = set()  # in a worker process: the states it has sent back
+NODES_PER_TASK = 16  # at most: a task of restarts is a few milliseconds, its sending a fraction of one
+IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiting, none idle
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
+
+
+def _plain(obj: Durable | merging.Outcome) -> tuple[Any, ...]:
+    """Its fields in order (Durable(*t), Outcome(*t) take them back): a dataclass with slots
+    pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
+    return tuple(getattr(obj, f.name) for f in fields(obj))
+
+
+# A restart a worker plays: configuration index, key, crashes still to come, the state it starts
+# from (_plain)
+Restart = tuple[int, bytes, int, tuple[Any, ...]]
+# What comes back: configuration index, key, outcome (_plain), and per point (kind, label,
+# counters added, the key of the state a crash there leaves, that state (_plain) if this worker
+# had not sent it before)
+Node = tuple[int, bytes, tuple[Any, ...], list[tuple[str, str, merging.Counters, bytes, Any]]]
+
+
+def _workdir() -> str | None:
+    base = _OPTIONS["base"]
+    if base is None:
+        return None
+    d = os.path.join(base, f"w{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _started() -> None:
+    _SENT.clear()
 
 
 def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
     """A pool process runs chunk number item[0]. Records travel back as plain tuples: pickling ten
     thousand dataclass instances field by field cost more than a tenth of a second on each side."""
-    chunk, base = item[1], _OPTIONS["base"]
-    d = None
-    if base is not None:
-        d = os.path.join(base, f"w{os.getpid()}")
-        os.makedirs(d, exist_ok=True)
-    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"], _OPTIONS["merge"])
+    chunk = item[1]
+    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], _workdir(), _OPTIONS["collect"],
+                    _OPTIONS["merge"])
     rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
     res.records = []
     return item[0], res, rows
+
+
+def _restarts(batch: list[Restart]) -> list[Node]:
+    """A pool process plays each restart once (agentcore.merge.step)."""
+    d = _workdir()
+    out = []
+    for ci, k, crashes, state in batch:
+        cfg = _CONFIGS[ci]
+        done, pts = merging.step(cfg, Durable(*state), crashes, d)
+        children = []
+        for kind, label, added, note in pts:
+            ck = merging.key(cfg, note, crashes - 1)
+            new = (ci, ck) not in _SENT
+            if new:
+                _SENT.add((ci, ck))
+            children.append((kind, label, added, ck, _plain(note) if new else None))
+        out.append((ci, k, _plain(done), children))
+    return out
 
 
 def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk]:
@@ -93,19 +150,143 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
             return
         _CONFIGS[:] = configs
         _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge)
-        # Early first points have the longest restarts: hand those out first, so that no worker
-        # is left with a big chunk at the end; results are put back in the chunks' order.
-        order = sorted(range(len(chunks)), key=lambda i: chunks[i].first)
-        done: dict[int, ChunkResult] = {}
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_started) as pool:
+            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge).run()
+
+
+class _Parallel:
+    """run_chunks with a pool of workers, as the module's rules say. Restarts go out in the order of
+    the first chunk that reaches them, a few tasks per worker at a time: chunks come whole in their
+    order, as in one process, so progress shows as it goes."""
+
+    def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
+                 base: str | None, collect: bool, merge: bool) -> None:
+        self.configs, self.chunks, self.depth, self.workers, self.pool = configs, chunks, depth, workers, pool
+        self.here = None if base is None else os.path.join(base, "main")
+        self.merged = [merged(configs[c.config], c, collect, merge) for c in chunks]
+        self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.whole: dict[int, ChunkResult] = {}  # chunks played whole, by number
+        self.roots: dict[int, tuple[Durable, int, bytes]] = {}  # merged chunks: state, saves, key
+        # restarts known: crashes still to come and the first chunk that reaches them
+        self.known: dict[tuple[int, bytes], tuple[int, int]] = {}
+        self.pending: dict[tuple[int, bytes], Restart] = {}  # known, not handed out yet
+        self.heap: list[tuple[int, int, tuple[int, bytes]]] = []  # (chunk, seq, restart) over pending
+        self.flying = 0  # tasks of restarts handed out, their results not yet taken
+        self.nodes: dict[tuple[int, bytes], tuple[merging.Outcome, list[tuple[str, str, merging.Counters, bytes]]]] = {}
+        self.complete: set[tuple[int, bytes]] = set()
+        self.trees: dict[tuple[int, bytes], merging.Tree] = {}
+
+    def run(self) -> Iterator[ChunkResult]:
+        # Early first points have the longest restarts: those go out first.
+        for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first):
+            if not self.merged[i]:
+                self.pool.apply_async(_worker, ((i, self.chunks[i]),), callback=self.results.put,
+                                      error_callback=self.results.put)
+        if self.here is not None:
+            os.makedirs(self.here, exist_ok=True)
+        for i, chunk in enumerate(self.chunks):
+            if self.merged[i]:
+                cfg = self.configs[chunk.config]
+                state, saves = merging.memo(cfg).first(chunk.first, self.here)
+                k = merging.key(cfg, state, self.depth - 1)
+                self.roots[i] = state, saves, k
+                self._know(i, (chunk.config, k, self.depth - 1, _plain(state)))
+                if len(self.heap) >= 4 * self.workers:
+                    self._hand_out()  # the workers start while the first states are still being found
         following = 0
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(workers) as pool:
-            for i, res, rows in pool.imap_unordered(_worker, [(i, chunks[i]) for i in order], chunksize=1):
+        while following < len(self.chunks):
+            self._hand_out()
+            self._take(block=False)
+            if self._ready(following):
+                yield self._result(following)
+                following += 1
+            else:
+                self._take(block=True)
+
+    def _know(self, chunk: int, restart: Restart) -> None:
+        at = restart[:2]
+        known = self.known.get(at)
+        if known is not None and (known[1] <= chunk or at not in self.pending):
+            return
+        self.known[at] = restart[2], chunk
+        self.pending[at] = restart
+        heapq.heappush(self.heap, (chunk, len(self.known), at))
+
+    def _hand_out(self) -> None:
+        """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""
+        while self.heap and self.flying < IN_FLIGHT * self.workers:
+            size = max(1, min(NODES_PER_TASK, len(self.pending) // (IN_FLIGHT * self.workers)))
+            batch: list[Restart] = []
+            while self.heap and len(batch) < size:
+                at = heapq.heappop(self.heap)[2]
+                if at in self.pending:
+                    batch.append(self.pending.pop(at))
+            if batch:
+                self.flying += 1
+                self.pool.apply_async(_restarts, (batch,), callback=self.results.put, error_callback=self.results.put)
+
+    def _take(self, block: bool) -> None:
+        """Take the results that have come back (with `block`, wait for one), noting the states
+        they reached that no worker has been given."""
+        while True:
+            try:
+                got = self.results.get(block=block)
+            except queue.Empty:
+                return
+            block = False
+            if isinstance(got, BaseException):
+                raise got
+            if isinstance(got, tuple):  # a whole chunk
+                i, res, rows = got
                 res.records = [ScenarioRecord(*row) for row in rows]
-                done[i] = res
-                while following in done:
-                    yield done.pop(following)
-                    following += 1
+                self.whole[i] = res
+                continue
+            self.flying -= 1
+            for ci, k, done, children in got:
+                crashes, chunk = self.known[ci, k]
+                kept = []
+                for kind, label, added, ck, note in children:
+                    kept.append((kind, label, added, ck))
+                    if (ci, ck) not in self.known:
+                        assert note is not None, "a worker sent a key before its state"
+                        self._know(chunk, (ci, ck, crashes - 1, note))
+                    elif (ci, ck) in self.pending:
+                        self._know(chunk, self.pending[ci, ck])
+                self.nodes[ci, k] = merging.Outcome(*done), kept
+            self._hand_out()
+
+    def _ready(self, i: int) -> bool:
+        if not self.merged[i]:
+            return i in self.whole
+        return self._whole(self.chunks[i].config, self.roots[i][2])
+
+    def _whole(self, ci: int, k: bytes) -> bool:
+        if (ci, k) in self.complete:
+            return True
+        node = self.nodes.get((ci, k))
+        if node is None or not all(self._whole(ci, child[3]) for child in node[1]):
+            return False
+        self.complete.add((ci, k))
+        return True
+
+    def _result(self, i: int) -> ChunkResult:
+        if not self.merged[i]:
+            return self.whole.pop(i)
+        chunk = self.chunks[i]
+        state, saves, k = self.roots[i]
+        before = len(self.trees)
+        res = tree_result(self.configs[chunk.config], chunk, state, saves, self._tree(chunk.config, k))
+        res.explored = len(self.trees) - before  # the restarts a sweep in one process plays for this chunk
+        return res
+
+    def _tree(self, ci: int, k: bytes) -> merging.Tree:
+        tree = self.trees.get((ci, k))
+        if tree is None:
+            done, children = self.nodes[ci, k]
+            tree = merging.Tree(done, tuple((kind, label, added, self._tree(ci, ck))
+                                            for kind, label, added, ck in children))
+            self.trees[ci, k] = tree
+        return tree
 
 
 @dataclass(slots=True)

@@ -41,6 +41,8 @@ QID_CHARS = 200
 KEY_CHARS = 64
 ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
+# A lease holder's name: the worker's host name and process ID (services/leases.py).
+LEASE_HOLDER_CHARS = 200
 # A sweep's crash model and each of the world's faults as spelled (agentcore.faults: "ttl:10000",
 # "deny:0.125"; a longer spelling is refused, not cut).
 CONDITION_CHARS = 20
@@ -63,10 +65,15 @@ COMPARE_CHOICES = 200  # the latest sweeps offered in the compare page's selects
 MAX_CHUNK_ATTEMPTS = 5
 # Chunks per task message: a chunk takes a few ms to play; up to 8 per message keep the broker's
 # round trip, the worker's per-task database connection and the store's transaction a small share
-# of the work, while a sweep still makes at least 32 messages so that workers share it evenly and
-# finish together. A message's chunks are stored together (one transaction).
+# of the work. A message's chunks are stored together (one transaction).
 MAX_CHUNKS_PER_TASK = 8
-MIN_MESSAGES = 32
+# Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/16 of the
+# estimated work not dealt yet, and none less than 1/128 of all of it (unless chunks run out). With
+# 4 workers the last messages are about 3% of a worker's share, so workers finish within that of
+# each other, where messages of equal size (1/32 each, before) left them up to 12% apart; and a
+# sweep makes about as many messages as before (the 8-pair loop job: 45, was 36).
+MESSAGE_SHARE = 16
+TAIL_SHARE = 1 / 128
 
 # --- the planned size, before launching --------------------------------------------------------
 
@@ -85,9 +92,26 @@ RATE_SWEEPS = 20
 
 # --- progress and stalls -----------------------------------------------------------------------
 
-# The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS): a
-# running sweep that stored no chunk for this many seconds while the task queue is empty has lost
-# messages; its missing chunks are queued again. `manage.py sweep` uses it when the setting is 0.
+# Leases (services/leases.py): a worker takes a chunk's lease for LEASE_SECONDS when it receives
+# the chunk's message and when it claims the chunk, and the process playing it renews it every
+# LEASE_RENEW_SECONDS until its task ends; each worker's main process renews a lease of its own, and
+# the watchdog's leader lease, on the same rounds. A whole worker SIGKILLed stops renewing: its
+# chunks' leases and its own run out LEASE_SECONDS later at most, and the leader (the one worker
+# holding the leader lease) queues them again ahead of the queue on its next round; a worker takes
+# them when its current message is done. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a
+# message's time (the goal is 5 s; 1.6 to 4.5 s measured on the shared 2-core machine at a load
+# average of 8 to 10, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
+# runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
+# for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
+# Each round is two small UPDATEs per worker (its lease, the leader's) and one per process while
+# it plays a chunk.
+LEASE_SECONDS = 1.5
+LEASE_RENEW_SECONDS = 0.25
+# The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
+# messages no worker held a lease for: a running sweep that stored no chunk and had no chunk under a
+# lease for this many seconds while the task queue is empty has lost messages (a broker restarted empty); its
+# missing chunks are queued again by the leader. Killed workers are the leases' business (above),
+# not this period's. `manage.py sweep` uses it when the setting is 0.
 STALL_SECONDS = 30.0
 # The sweep page offers its resume button to a running sweep that stored nothing for this long:
 # two watchdog periods, so that the watchdog (where it runs) has had its turn before a person is
@@ -112,3 +136,15 @@ HEALTH_PING_SECONDS = 1.0
 DATABASE_CONNECT_SECONDS = 5
 # Workers `manage.py sweep --workers N` started get this long to finish their task when stopped.
 WORKER_STOP_SECONDS = 30
+
+# --- logins and users --------------------------------------------------------------------------
+
+# django-axes: this many failed logins for one username from one address lock that pair out, for
+# LOCKOUT_MINUTES (0: until staff unlock it). A wrong password 60 times in a row was answered in
+# 18 s before; 5 keeps a person's typos well clear and a guesser at 5 tries per quarter hour.
+LOGIN_FAILURES = 5
+LOCKOUT_MINUTES = 15
+# Unfinished sweeps (running, or waiting for answers) one user may have at once: a launch or a
+# resume beyond it is refused with a message (settings.SWEEPSITE_MAX_RUNNING; 0: no limit). The
+# workers are shared; a few sweeps each already keep both cores of the machine busy.
+MAX_RUNNING_PER_USER = 3

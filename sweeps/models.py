@@ -39,7 +39,7 @@ from django.db import models
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.config import conditions as agent_conditions
 from agentcore.faults import MODELS
-from sweeps.limits import CONDITION_CHARS, MAX_NAME, MAX_NOTES
+from sweeps.limits import CONDITION_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
 
 
 class IllegalTransition(RuntimeError):
@@ -139,11 +139,18 @@ class Chunk(models.Model):
     saves = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     stored_at = models.DateTimeField(null=True, blank=True)
+    # Its lease (services/leases.py): the worker whose hands its message is in, and until when; NULL
+    # while it waits in the queue and once it is stored.
+    holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_from"],
                                                name="chunk_identity")]
-        indexes = [models.Index(fields=["sweep", "stored"])]
+        indexes = [models.Index(fields=["sweep", "stored"]),
+                   # Only the chunks under a lease (those in workers' hands): the leader's every round.
+                   models.Index(fields=["lease_until"], condition=models.Q(lease_until__isnull=False),
+                                name="chunk_leased")]
         ordering = ["sweep", "config", "first_point"]
 
 
@@ -308,6 +315,19 @@ class AuditUnit(models.Model):
                                                name="audit_unit_identity")]
         indexes = [models.Index(fields=["audit", "stored"])]
         ordering = ["audit", "id"]
+
+
+class Lease(models.Model):
+    """A lease that one holder at a time has, until it runs out: `watchdog` is the watchdog's leader
+    (services/leases.py). Taken and renewed by a conditional UPDATE (`... WHERE holder = me OR
+    expires_at < now`), so of two workers asking at once one gets it."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    holder = models.CharField(max_length=LEASE_HOLDER_CHARS)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"lease {self.name} ({self.holder} until {self.expires_at})"
 
 
 def take(model: type[Sweep | Scenario | Question | Audit], pk: int | list[int], to: str, *,

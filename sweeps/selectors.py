@@ -92,16 +92,6 @@ def sweep_contents(sweep: Sweep) -> dict[str, int]:
             "questions": Question.objects.filter(sweep=sweep).count()}
 
 
-def may_change(user: Any, sweep: Sweep, action: str = "change") -> bool:
-    """Whether `user` may delete ("delete") or edit the name and notes of ("change") the sweep: its
-    owner, staff, or a user given Django's sweeps.delete_sweep / sweeps.change_sweep permission.
-    (Cancel and resume are open to every logged-in user: they lose nothing.)"""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    return bool(user.is_staff or (sweep.created_by_id is not None and sweep.created_by_id == user.pk)
-                or user.has_perm(f"sweeps.{action}_sweep"))
-
-
 class SweepState(NamedTuple):
     status: str
     error: str
@@ -153,8 +143,8 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
 
     Work is weighed per chunk, not counted in chunks: at depth 2 a chunk holds one twice scenario per
     point its restart reaches, about n - f + 1 for first point f of a configuration of n points (1 per
-    chunk at depth 1). Left = (weight left) / (weight stored in the last ETA_WINDOW seconds, or since
-    the launch if that is shorter, per second)."""
+    chunk at depth 1; taskqueue.chunk_cost, by which messages are dealt). Left = (weight left) /
+    (weight stored in the last ETA_WINDOW seconds, or since the launch if that is shorter, per second)."""
     window = min(ETA_WINDOW, elapsed)
     recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
     # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.

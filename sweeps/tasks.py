@@ -9,8 +9,9 @@ Rules:
   times with backoff; a chunk that still fails (or keeps killing its process, counted in
   Chunk.attempts by the service) fails its sweep with a message, and the sweep can be resumed.
 - A message lost with its worker (SIGKILL) or its broker (restarted empty) is not redelivered by
-  these settings alone: the stall watchdog every worker runs (sweepsite/celery.py,
-  services.recovery.sweeps_resume_stalled) queues the sweep's missing chunks again.
+  these settings alone: the watchdog's leader (sweepsite/celery.py, services/recovery.py) queues
+  again the chunks whose lease ran out with their worker, and the missing chunks of a sweep whose
+  messages the broker lost.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ class ChunkTask(Task):
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         # chunk_run(chunk_id) or chunks_run(chunk_ids): chunks run in order, so the first one not
         # stored is the one that failed (chunk_failed ignores stored chunks).
-        ids = kwargs.get("chunk_id", kwargs.get("chunk_ids", args[0] if args else []))
-        ids = ids if isinstance(ids, list) else [ids]
+        ids = taskqueue.chunk_ids_of(self.name, args or (), kwargs or {})
         try:
             chunks.chunks_failed(chunk_ids=ids, error=f"{type(exc).__name__}: {exc}")
         except Exception:  # noqa: BLE001 - the database itself may be what failed; the sweep stays resumable

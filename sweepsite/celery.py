@@ -1,9 +1,20 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-Every worker also runs the stall watchdog (a thread of its main process, started when the worker
-is ready): every quarter of settings.SWEEPSITE_STALL_SECONDS it calls
-services.recovery.sweeps_resume_stalled, which queues again the missing chunks of a sweep whose messages
-were lost (a SIGKILLed worker, a broker restarted empty). SWEEPSITE_STALL_SECONDS=0 turns it off.
+Leases (services/leases.py): a worker's main process takes the leases of a message's chunks when it
+receives the message (task_received), and every process that runs tasks (a solo worker's main
+process, each process of a prefork pool) renews the leases of the chunks it plays every
+LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun), in a thread of
+its own; a process that dies stops renewing, and its chunks' leases run out. Celery's record of the
+requests a worker holds is not used: a prefork worker whose pool process was SIGKILLed can keep the
+lost task's request for good (seen in the fault tests), and its leases would never run out.
+
+The same thread of a worker's main process renews the worker's own lease and asks for the
+watchdog's leader lease each round. The one worker that leads runs the watchdog that round: the
+chunks of a dead worker (their leases and its own run out) queued again ahead of the queue, and,
+every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held
+(a broker restarted empty), services.recovery.sweeps_resume_stalled and
+audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps
+its leases).
 
 A worker starts only with a database that answers: before it takes any message (worker_init), it
 asks (sweepsite.health); if the database is unreachable it says so in one line and exits with
@@ -18,10 +29,20 @@ import logging
 import os
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready, worker_shutting_down
+from celery.signals import (
+    task_postrun,
+    task_prerun,
+    task_received,
+    worker_init,
+    worker_process_init,
+    worker_ready,
+    worker_shutting_down,
+)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sweepsite.settings")
 
@@ -53,34 +74,111 @@ def refuse_to_start_without_the_database(sender: Any = None, **kwargs: Any) -> N
         sys.stderr.flush()
         raise SystemExit(1)
 
+
 log = logging.getLogger("sweepsite.watchdog")
 _watchdog_stop = threading.Event()
 
 
-def watchdog_round(stalled_for: float) -> int:
-    """One round of the stall watchdog, with fresh database connections; never raises."""
+def _guarded(what: str, round_: Callable[[], int]) -> int:
+    """Run a round with fresh database connections; never raises (the next round tries again)."""
     from django.db import DatabaseError, close_old_connections
-
-    from sweeps.services import audits, recovery
 
     close_old_connections()
     try:
-        return (recovery.sweeps_resume_stalled(stalled_for=stalled_for)
-                + audits.audits_resume_stalled(stalled_for=stalled_for))
-    except DatabaseError as e:  # a database that is down now: the next round tries again
-        log.warning("the stall watchdog cannot read the sweeps (%s: %s)", type(e).__name__, e)
+        return round_()
+    except DatabaseError as e:  # a database that is down now
+        log.warning("%s cannot reach the database (%s: %s)", what, type(e).__name__, e)
         return 0
     except Exception:  # noqa: BLE001 - never let the thread die
-        log.exception("the stall watchdog failed this round")
+        log.exception("%s failed this round", what)
         return 0
     finally:
         close_old_connections()
 
 
-def _watch(stalled_for: float) -> None:
-    every = min(max(stalled_for / 4, 0.25), 15.0)
-    while not _watchdog_stop.wait(every):
-        watchdog_round(stalled_for)
+def watchdog_round(stalled_for: float) -> int:
+    """One round of the stall rules; never raises."""
+    from sweeps.services import audits, recovery
+
+    return _guarded("the stall watchdog", lambda: recovery.sweeps_resume_stalled(stalled_for=stalled_for)
+                    + audits.audits_resume_stalled(stalled_for=stalled_for))
+
+
+# The chunks of the tasks this process is running now, by task ID (several with threads or a
+# pool of one process's own; one at a time in a solo worker or a prefork pool process).
+_playing: dict[str, list[int]] = {}
+
+
+@task_received.connect
+def _received(request: Any = None, **_: Any) -> None:
+    """A worker's main process takes the leases of a message's chunks as it receives it: should the
+    worker die before the task claims them, they run out with it (and are queued again)."""
+    from sweeps.services import leases, taskqueue
+
+    ids = taskqueue.chunk_ids_of(getattr(request, "task_name", ""), getattr(request, "args", None) or (),
+                                 getattr(request, "kwargs", None) or {})
+    if ids:
+        _guarded("taking the leases of a message", lambda: leases.leases_renew(chunk_ids=ids))
+
+
+@task_prerun.connect
+def _play(task_id: str = "", task: Any = None, args: Any = None, kwargs: Any = None, **_: Any) -> None:
+    from sweeps.services import taskqueue
+
+    ids = taskqueue.chunk_ids_of(getattr(task, "name", ""), args or (), kwargs or {})
+    if ids:
+        _playing[task_id] = ids
+
+
+@task_postrun.connect
+def _played(task_id: str = "", **_: Any) -> None:
+    _playing.pop(task_id, None)
+
+
+def playing_chunk_ids() -> list[int]:
+    """The chunks of the tasks this process is running now (their leases are renewed)."""
+    return sorted({pk for ids in list(_playing.values()) for pk in ids})
+
+
+class Keeper:
+    """The lease keeper's rounds (see the module's docstring); `leading` says whether the last round led."""
+
+    def __init__(self, stalled_for: float, *, main: bool = True) -> None:
+        self.stalled_for, self.main = stalled_for, main  # main: a worker's main process (not a pool's)
+        self.leading = False
+        self.next_stall = 0.0  # the stall rules at once when this worker comes to lead
+
+    def round(self) -> int:
+        """Renew, then lead if this worker may and can; how many tasks the watchdog queued. Never raises."""
+        n = _guarded("the lease keeper", self._renew_and_lead)
+        if self.leading and time.monotonic() >= self.next_stall:
+            self.next_stall = time.monotonic() + min(max(self.stalled_for / 4, 0.25), 15.0)
+            n += watchdog_round(self.stalled_for)
+        return n
+
+    def _renew_and_lead(self) -> int:
+        from sweeps.services import leases, recovery
+
+        leases.leases_renew(chunk_ids=playing_chunk_ids())
+        if not self.main:
+            return 0
+        leases.alive()
+        leading = self.stalled_for > 0 and leases.lead()
+        if leading != self.leading:
+            log.warning("%s %s the watchdog", leases.HOLDER, "leads" if leading else "no longer leads")
+            self.leading, self.next_stall = leading, 0.0
+        if not leading:
+            return 0
+        leases.leases_forget()
+        return recovery.chunks_requeue_lapsed()
+
+
+def _keep(stalled_for: float, main: bool) -> None:
+    from sweeps.limits import LEASE_RENEW_SECONDS
+
+    keeper = Keeper(stalled_for, main=main)
+    while not _watchdog_stop.wait(LEASE_RENEW_SECONDS):
+        keeper.round()
 
 
 @worker_ready.connect
@@ -88,10 +186,15 @@ def start_watchdog(sender: Any = None, **kwargs: Any) -> None:
     from django.conf import settings
 
     stalled_for = float(getattr(settings, "SWEEPSITE_STALL_SECONDS", 0) or 0)
-    if stalled_for <= 0:
-        return
     _watchdog_stop.clear()
-    threading.Thread(target=_watch, args=(stalled_for,), name="sweepsite-stall-watchdog", daemon=True).start()
+    threading.Thread(target=_keep, args=(stalled_for, True), name="sweepsite-lease-keeper", daemon=True).start()
+
+
+@worker_process_init.connect
+def start_pool_keeper(**kwargs: Any) -> None:
+    """A prefork pool process renews the leases of what it plays (it never leads)."""
+    _watchdog_stop.clear()
+    threading.Thread(target=_keep, args=(0.0, False), name="sweepsite-lease-keeper", daemon=True).start()
 
 
 @worker_shutting_down.connect

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -140,8 +141,6 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "sweeps:list"
 LOGOUT_REDIRECT_URL = "sweeps:list"
 
-# Reading pages without logging in; launching, answering and exporting always need a login.
-SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "1") == "1"
 # Job file uploads larger than this are refused by the form.
 SWEEPSITE_MAX_JOB_BYTES = limits.MAX_JOB_BYTES
 
@@ -175,10 +174,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
-# The stall watchdog (services.recovery.sweeps_resume_stalled): a running sweep that stored no chunk for this
-# many seconds while the task queue is empty has lost messages (a SIGKILLed worker, a broker that
-# restarted empty); every worker checks a few times per period and queues its missing chunks again,
-# and so does `manage.py sweep` while it waits. 0 turns the workers' watchdog off.
+# The watchdog runs in the one worker that holds the leader lease (services/leases.py, sweepsite/celery.py):
+# chunks whose lease ran out with their worker (a SIGKILL) are queued again within seconds
+# (limits.LEASE_SECONDS); and by the stall rule (services.recovery.sweeps_resume_stalled), a running
+# sweep with no live lease that stored no chunk for this many seconds while the task queue is empty
+# has lost messages (a broker that restarted empty): the leader checks every quarter of it and queues
+# its missing chunks again, and so does `manage.py sweep` while it waits. 0: this worker never leads
+# (it still renews the leases of the chunks it plays).
 SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.
@@ -192,6 +194,26 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
 
+# --- Logins and roles (sweeps.roles says who may do what) -------------------------------------
+# Reading needs a login (the viewer role or more) unless SWEEPSITE_PUBLIC_READ=1 opens the pages
+# without call arguments or keys to anonymous visitors; launching, answering and exporting always
+# need a login and a role that allows them.
+SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "0") == "1"
+# Unfinished sweeps per user (launch and resume refuse more; 0: no limit).
+SWEEPSITE_MAX_RUNNING = int(os.environ.get("SWEEPSITE_MAX_RUNNING", str(limits.MAX_RUNNING_PER_USER)))
+# django-axes: failed logins per (username, address) pair before it is locked out; staff unlock it
+# in the admin (Access attempts) or with `manage.py axes_reset_username NAME`.
+INSTALLED_APPS.insert(INSTALLED_APPS.index("sweeps"), "axes")
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks: it turns a lockout into the page
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("SWEEPSITE_LOGIN_FAILURES", str(limits.LOGIN_FAILURES)))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+_LOCKOUT_MINUTES = float(os.environ.get("SWEEPSITE_LOCKOUT_MINUTES", str(limits.LOCKOUT_MINUTES)))
+AXES_COOLOFF_TIME = timedelta(minutes=_LOCKOUT_MINUTES) if _LOCKOUT_MINUTES > 0 else None
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "sweepsite.lockout.lockout_response"
+AXES_VERBOSE = False
+
 # --- Hardening (issue 15 items 4-6): request bodies, Content-Security-Policy, health -------------
 # Kept in one block, after everything else, so that it only adds to the lists above.
 
@@ -204,13 +226,12 @@ SWEEPSITE_ANONYMOUS_WRITES = ("login", "logout", "admin:login")
 DATA_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
-MIDDLEWARE = [
-    "sweepsite.request_guards.RequestSizeLimitMiddleware",
-    *MIDDLEWARE,
-    "csp.middleware.CSPMiddleware",
-]
+MIDDLEWARE.insert(0, "sweepsite.request_guards.RequestSizeLimitMiddleware")
 MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
                   "sweepsite.request_guards.AnonymousWriteMiddleware")
+# Outside everything but the size limit, so that every page, a lockout's and a 403's too, carries it.
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "csp.middleware.CSPMiddleware")
 
 # Content-Security-Policy (django-csp 4), in every mode: everything from this site only, no inline
 # script (the pages' scripts are static files), nothing inline for styles but what Plotly needs

@@ -1,5 +1,5 @@
 """Every write of the dashboard, by concern: launch, chunks, recovery, lifecycle, questions,
-timelines; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
+timelines, users; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
 sweeps.replay's, which write nothing).
 
 Rules:
@@ -14,7 +14,9 @@ Rules:
   a counter that a killed worker could leave wrong (lifecycle.sweep_finalize).
 - Tasks are enqueued with `transaction.on_commit` through taskqueue, by name: a worker never sees
   an ID before its row exists, and the services never import sweeps.tasks.
-- Lost messages are found by the stall watchdog (recovery.sweeps_resume_stalled).
+- Lost messages are found by the watchdog's leader: chunks whose lease ran out with their worker
+  (leases, recovery.chunks_requeue_lapsed) within seconds, and a sweep that lost messages no worker
+  held (recovery.sweeps_resume_stalled).
 
-Import order, no cycles: taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines.
+Import order, no cycles: leases, taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines.
 """

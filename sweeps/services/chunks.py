@@ -1,9 +1,10 @@
 """Running chunks and storing their scenarios; every raw SQL statement of chunk storage is here.
 
 Rules:
-- A chunk is claimed (an attempt counted) before it plays, and stored by a conditional UPDATE
-  (`... WHERE stored = false` and its sweep not cancelled) in the transaction that INSERTs its rows:
-  two workers racing on one chunk store it once, the loser writes nothing.
+- A chunk is claimed (an attempt counted, its lease taken: services/leases.py) before it plays, and
+  stored by a conditional UPDATE (`... WHERE stored = false` and its sweep not cancelled; its lease
+  ends) in the transaction that INSERTs its rows: two workers racing on one chunk store it once, the
+  loser writes nothing.
 - Work (agentcore playing scenarios) happens outside transactions.
 - Rows are INSERTed as tuples (sweeps.schema.record_row) in one executemany: building ~10,000
   model instances per sweep cost more than playing the scenarios.
@@ -23,7 +24,7 @@ from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS, KEY_CHARS, KIND_CHARS, LABEL_CHARS, MAX_CHUNK_ATTEMPTS, QID_CHARS
 from sweeps.models import Chunk, Question, Scenario, Sweep, take
 from sweeps.schema import JSON_FIELDS, SCENARIO_COLUMNS, record_row
-from sweeps.services import lifecycle, taskqueue
+from sweeps.services import leases, lifecycle, taskqueue
 
 
 class Claimed(NamedTuple):
@@ -45,19 +46,20 @@ _NOT_CANCELLED = f"sweep_id NOT IN (SELECT id FROM {Sweep._meta.db_table} WHERE 
 
 
 def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[Claimed]:
-    """Count an attempt at each unstored chunk and read it, in one statement (in `chunk_ids`'
-    order); with `fresh`, only if none of them was started before (else nothing is claimed). A chunk
-    of a cancelled sweep is not claimed (no attempt counted: it is skipped, not failed), nor one of
-    a deleted sweep (its row is gone)."""
+    """Count an attempt at each unstored chunk, take its lease, and read it, in one statement (in
+    `chunk_ids`' order); with `fresh`, only if none of them was started before (else nothing is
+    claimed). A chunk of a cancelled sweep is not claimed (no attempt counted: it is skipped, not
+    failed), nor one of a deleted sweep (its row is gone)."""
     conn = transaction.get_connection()
     table = conn.ops.quote_name(Chunk._meta.db_table)
     ids = list(chunk_ids)
     marks = ", ".join(["%s"] * len(ids))
-    sql = f"UPDATE {table} SET attempts = attempts + 1 WHERE id IN ({marks}) AND stored = %s"
-    params: list[Any] = [*ids, False]
+    sql = (f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s "
+           f"WHERE id IN ({marks}) AND stored = %s")
+    params: list[Any] = [leases.HOLDER, conn.ops.adapt_datetimefield_value(leases.lease_until()), *ids, False]
     if fresh:
         sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"
-        params += params
+        params += [*ids, False]
     sql += f" AND {_NOT_CANCELLED}"
     params.append(Sweep.Status.CANCELLED.value)
     with conn.cursor() as cur:
@@ -72,8 +74,8 @@ def _mark_stored(chunk_id: int, scenarios: int, saves: int) -> bool:
     conn = transaction.get_connection()
     qn = conn.ops.quote_name
     with conn.cursor() as cur:
-        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s "
-                    f"WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
+        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s, "
+                    f"lease_until = NULL WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
                     [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False,
                      Sweep.Status.CANCELLED.value])
         return cur.rowcount == 1

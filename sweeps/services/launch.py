@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
-from sweeps.services import taskqueue
+from sweeps.services import lifecycle, taskqueue
 
 
 def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
@@ -22,7 +22,9 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
     for the sweep (optional). Every configuration is swept under `conditions` (sweeps.configs.Conditions'
     fields: crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed; agentcore's
-    choices and spellings, its defaults for those not given), stored with the sweep.
+    choices and spellings, its defaults for those not given), stored with the sweep. A `user` at
+    the limit of unfinished sweeps (settings.SWEEPSITE_MAX_RUNNING) is refused (ValidationError);
+    commands pass no user and have no limit.
     """
     if request_token is not None:
         check(isinstance(request_token, str) and 0 < len(request_token) <= REQUEST_TOKEN_CHARS, "bad request token")
@@ -31,15 +33,17 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
             return existing
     name, notes = clean_name_notes(name, notes)
     planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
+    owner_id = getattr(user, "pk", None)
     try:
         with transaction.atomic():
+            lifecycle.check_running_limit(owner_id)
             sweep = Sweep.objects.create(
                 job_name=planned.job.name, job_source=job_source, configs=planned.configs, depth=depth, runs=runs,
-                person=person, created_by=user if getattr(user, "pk", None) else None, request_token=request_token,
+                person=person, created_by_id=owner_id, request_token=request_token,
                 total_chunks=len(planned.chunks), name=name, notes=notes, **planned.conditions._asdict(),
             )
-            heavy = _store_chunks(sweep, planned.chunks, planned.points)
-            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=heavy))
+            ids = _store_chunks(sweep, planned.chunks)
+            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=ids))
     except IntegrityError:
         if request_token is not None:  # two submits raced: the other one stored it
             existing = Sweep.objects.filter(request_token=request_token).first()
@@ -49,13 +53,12 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     return sweep
 
 
-def _store_chunks(sweep: Sweep, plan: list[Any], npoints: list[int]) -> list[int]:
-    """Store the planned chunks; their IDs heaviest first (an early first point has a long restart,
-    so many twice scenarios)."""
+def _store_chunks(sweep: Sweep, plan: list[Any]) -> list[int]:
+    """Store the planned chunks; their IDs (taskqueue.deal weighs them)."""
     chunks = Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],
                label=c.label[:LABEL_CHARS]) for c in plan])
     ids = [c.pk for c in chunks]
-    if None in ids:  # a backend that does not return keys from bulk inserts: read them in plan order
-        ids = list(Chunk.objects.filter(sweep=sweep).order_by("config", "first_point").values_list("pk", flat=True))
-    return [pk for _, pk in sorted(zip((c.first - npoints[c.config] for c in plan), ids, strict=True))]
+    if None in ids:  # a backend that does not return keys from bulk inserts: read them
+        ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+    return ids

@@ -3,6 +3,9 @@ and notes."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
@@ -70,3 +73,25 @@ def sweep_update_notes(*, sweep_id: int, name: str, notes: str) -> bool:
     the sweep is gone. Bad values raise ValidationError."""
     name, notes = clean_name_notes(name, notes)
     return bool(Sweep.objects.filter(pk=sweep_id).update(name=name, notes=notes))
+
+
+UNFINISHED = (Sweep.Status.RUNNING, Sweep.Status.WAITING)
+
+
+def check_running_limit(owner_id: int | None) -> None:
+    """Refuse (ValidationError) one more unfinished sweep for its owner when the owner has
+    settings.SWEEPSITE_MAX_RUNNING unfinished (running or waiting for answers) already; a sweep
+    with no owner, or a limit of 0, is never refused. Call it inside the transaction that makes
+    the sweep unfinished: it locks the owner's row first, so two launches at once count each other
+    (SQLite's write transactions are serial already)."""
+    limit = settings.SWEEPSITE_MAX_RUNNING
+    if not limit or owner_id is None:
+        return
+    owner = get_user_model().objects.select_for_update().filter(pk=owner_id).first()
+    if owner is None:
+        return
+    n = Sweep.objects.filter(created_by_id=owner_id, status__in=UNFINISHED).count()
+    if n >= limit:
+        raise ValidationError(
+            f"{owner.get_username()} has {n} unfinished sweep{'s' * (n != 1)} (running or waiting for answers), "
+            f"the most one user may have at once ({limit}): wait for one to finish or cancel one, then try again")

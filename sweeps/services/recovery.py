@@ -1,12 +1,18 @@
-"""Recovering lost work: the resume button, the stall watchdog, and asking the broker what waits.
+"""Recovering lost work: the resume button, the watchdog's two rules, and asking the broker what waits.
 
 Rules:
-- Lost messages (a SIGKILLed worker, a broker restarted empty) are found by the stall watchdog,
-  `sweeps_resume_stalled`, run by every worker (sweepsite/celery.py) and by `manage.py sweep`
-  (`sweep_wait`): a running sweep that stored nothing for a while, with nothing left in the queue,
-  gets its missing chunks queued again. The sweep page's resume button (`sweep_resume`) does it by
-  hand, also for a failed or cancelled sweep. A chunk that keeps failing is bounded by
-  MAX_CHUNK_ATTEMPTS either way.
+- The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py), every
+  LEASE_RENEW_SECONDS. Its first rule, `chunks_requeue_lapsed`: a chunk whose lease ran out unstored
+  with its worker's (the worker died with the message) is queued again ahead of the queue, within
+  seconds of the death. Its second, the stall rule `sweeps_resume_stalled`: a running sweep that for a
+  while stored nothing and had no chunk under a lease, with nothing left in the queue, lost
+  messages no worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
+  runs both while it waits (`sweep_wait`) when no worker leads. The sweep page's resume button
+  (`sweep_resume`) does it by hand, also for a failed or cancelled sweep. A chunk that keeps failing
+  (or killing its worker) is bounded by MAX_CHUNK_ATTEMPTS either way.
+- Queuing a chunk again ends its lease, in the transaction that decides it: a lapsed lease is taken
+  once (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), and a chunk resumed by hand or
+  by the stall rule is not queued a second time by the lease rule.
 - Keyed writes make an overlap with a late redelivery harmless.
 """
 
@@ -27,7 +33,7 @@ from sweeps import selectors
 from sweeps.configs import check
 from sweeps.limits import POLL_SECONDS
 from sweeps.models import Chunk, Question, Sweep, take
-from sweeps.services import lifecycle, taskqueue
+from sweeps.services import leases, lifecycle, taskqueue
 from sweepsite.celery import app
 
 T = TypeVar("T")
@@ -35,20 +41,24 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-def sweep_resume(*, sweep_id: int) -> int:
+def sweep_resume(*, sweep_id: int, limit: bool = False) -> int:
     """Enqueue again every chunk not stored and every answered question not resumed (a stalled
     sweep: killed workers, a lost message, a broker that was down). Returns how many tasks.
 
     The sweep page's resume button: a failed sweep runs again, and each missing chunk gets a fresh
     bound of MAX_CHUNK_ATTEMPTS. A cancelled sweep runs again (status running; finalize then
     derives waiting or done if nothing is missing). A broker that cannot be reached fails the sweep
-    with a message and raises (kombu's OperationalError) for the page to report."""
-    return _requeue(sweep_id, manual=True)
+    with a message and raises (kombu's OperationalError) for the page to report. With `limit` (a
+    person's resume: the sweep page), a failed or cancelled sweep whose owner is at the limit of
+    unfinished sweeps is refused (ValidationError) and nothing changes."""
+    return _requeue(sweep_id, manual=True, limit=limit)
 
 
-def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int:
+def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None, limit: bool = False) -> int:
     with transaction.atomic():
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        if limit and sweep.status in (Sweep.Status.FAILED, Sweep.Status.CANCELLED):
+            lifecycle.check_running_limit(sweep.created_by_id)
         if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
             return 0  # failed (a chunk that keeps failing) or done since the watchdog looked
         chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
@@ -56,8 +66,9 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int
         if answered_before is not None:
             questions = questions.filter(answered_at__lt=answered_before)
         question_ids = list(questions.values_list("pk", flat=True))
-        if chunk_ids and manual:
-            Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound for each resume
+        if chunk_ids:  # queued now: no lease to run out (a worker holding one renews it)
+            Chunk.objects.filter(pk__in=chunk_ids).update(holder="", lease_until=None,
+                                                          **({"attempts": 0} if manual else {}))  # a fresh bound
         if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
             take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.FAILED], error="")
         if manual and sweep.status == Sweep.Status.CANCELLED:
@@ -75,21 +86,25 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None) -> int
 _AUTO_RESUMED: dict[int, float] = {}
 
 
-def _stalled(stalled_for: float, sweep_id: int | None, cutoff: Any, mono: float) -> list[int]:
+def _stalled(stalled_for: float, sweep_id: int | None, now: Any, mono: float) -> list[int]:
     """The sweeps whose work looks lost (see sweeps_resume_stalled); finalizes a running sweep
     that has every chunk stored (its last worker died between storing and finalizing)."""
+    cutoff = now - timedelta(seconds=stalled_for)
     sweeps = Sweep.objects.filter(status__in=[Sweep.Status.RUNNING, Sweep.Status.WAITING], created_at__lt=cutoff)
     if sweep_id is not None:
         sweeps = sweeps.filter(pk=sweep_id)
     candidates = sweeps.annotate(
         last=Max("chunks__stored_at"),
         unstored=Count("chunks", filter=Q(chunks__stored=False)),
-    ).values_list("pk", "status", "last", "unstored")
+        leased=Max("chunks__lease_until", filter=Q(chunks__stored=False)),
+    ).values_list("pk", "status", "last", "unstored", "leased")
     stalled = []
-    for pk, status, last, unstored in candidates:
+    for pk, status, last, unstored, leased in candidates:
         if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for:
             continue
-        quiet = last is None or last < cutoff
+        # A lease live or ended within the period: a worker plays one of its chunks (a long one stores
+        # nothing for a while), or a prefork worker gives back the message of a pool process that died.
+        quiet = (last is None or last < cutoff) and (leased is None or leased < cutoff)
         if not unstored and status == Sweep.Status.RUNNING and quiet:
             # Every chunk stored, still "running": a redelivered chunk finds itself stored and stops.
             lifecycle.sweep_finalize(sweep_id=pk)
@@ -104,12 +119,13 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     """The stall watchdog: queue again the missing work of sweeps whose workers lost it.
 
     A running sweep that stored no chunk for `stalled_for` seconds (since its launch, its last
-    stored chunk, or this process's last resume of it) gets its unstored chunks enqueued again;
+    stored chunk, or this process's last resume of it) and had no chunk under a lease in that time
+    gets its unstored chunks enqueued again;
     a running or waiting sweep gets the resume of every question answered more than `stalled_for`
     seconds ago and not resumed yet. Only when the task queue is empty: messages still queued
     will reach a worker (or no worker runs, and queueing more would not help). So it recovers the
-    messages a SIGKILLed worker had taken (the filesystem broker deletes them on delivery; Redis
-    gives them back only after its visibility timeout) and those of a broker that restarted empty.
+    messages of a broker that restarted empty, and any a worker died with before its claim took a
+    lease (`chunks_requeue_lapsed` recovers the others within seconds).
     A running sweep with every chunk stored (its worker died before finalizing) is finalized. A
     failed sweep is left alone (its resume button is for people), and attempts are not reset: a
     chunk that keeps killing its worker still fails its sweep after MAX_CHUNK_ATTEMPTS. `sweep_id`
@@ -118,7 +134,7 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
     now, mono = timezone.now(), time.monotonic()
     cutoff = now - timedelta(seconds=stalled_for)
-    stalled = _stalled(stalled_for, sweep_id, cutoff, mono)
+    stalled = _stalled(stalled_for, sweep_id, now, mono)
     if not stalled:
         return 0
     queued = queued_messages()
@@ -136,6 +152,39 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
             log.warning("sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
                         "answer(s) queued again", pk, stalled_for, k)
         n += k
+    return n
+
+
+def chunks_requeue_lapsed() -> int:
+    """The watchdog's lease rule: queue again, ahead of the queue, the unstored chunks of running
+    sweeps whose lease ran out with their worker's (a whole worker SIGKILLed, its host gone: their
+    messages died with it). A lapsed chunk whose worker lives is Celery's to give back (a prefork
+    pool process died: `reject_on_worker_lost`). Each lapsed lease is ended in the transaction that
+    publishes its chunk, so a chunk is queued once however many watchdogs look; a broker that cannot
+    be reached rolls it back (the next round tries again). Returns how many chunks were queued."""
+    now = timezone.now()
+    lapsed = Chunk.objects.filter(lease_until__lt=now, stored=False, sweep__status=Sweep.Status.RUNNING).exclude(
+        holder__in=leases.live_workers())
+    n = 0
+    for sweep_id in sorted(set(lapsed.values_list("sweep_id", flat=True))):
+        try:
+            with transaction.atomic():
+                # Published before the commit: a worker that gets the message first waits for these
+                # rows' locks in its claim, and a publish that fails leaves the leases lapsed.
+                taken = list(lapsed.filter(sweep_id=sweep_id).select_for_update(skip_locked=True, of=("self",))
+                             .order_by("pk").values_list("pk", "holder"))
+                ids = [pk for pk, _ in taken]
+                if not ids:
+                    continue
+                Chunk.objects.filter(pk__in=ids).update(holder="", lease_until=None)
+                taskqueue.enqueue(Sweep(pk=sweep_id), chunk_ids=ids, fail_sweep=False, first=True)
+        except Exception:  # noqa: BLE001 - the broker or the database went away: the next round tries again
+            log.exception("sweep %s: the watchdog could not queue again the chunks of a dead worker", sweep_id)
+            continue
+        holders = ", ".join(sorted({h for _, h in taken}))
+        log.warning("sweep %s: the lease of %s ran out: %d chunk(s) queued again ahead of the queue: %s",
+                    sweep_id, holders or "a worker", len(ids), " ".join(map(str, ids)))
+        n += len(ids)
     return n
 
 
@@ -161,15 +210,20 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
     (`manage.py sweep`): its state, read from the database every POLL_SECONDS and given to
     `on_progress` (chunks stored); `check_alive` raises if the workers it relies on are gone. While
     it waits it runs the stall watchdog for this sweep every quarter of `stalled_for` (the workers
-    run one too; `make run`'s may have it off): chunks whose messages were lost are queued again."""
+    run one too; `make run`'s may have it off): chunks whose messages were lost are queued again.
+    Only when no worker leads the watchdog: this command then takes the leader lease for the round."""
     def read() -> selectors.SweepState:
         state = selectors.sweep_state(sweep_id)
         on_progress(state.chunks_stored)
         return state
 
+    def watch() -> int:
+        if not leases.lead():
+            return 0  # a worker leads: its rounds have this sweep in hand
+        return chunks_requeue_lapsed() + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
+
     return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    lambda: sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id),
-                    stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+                    watch, stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
 
 
 def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callable[[], Any], *, stalled_for: float,

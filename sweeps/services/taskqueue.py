@@ -9,17 +9,21 @@ Rules:
   sweep with a message saying so (its resume button enqueues again once the broker is back), an
   answer notes it on the sweep; then the error is raised for the caller to report. The stall
   watchdog passes `fail_sweep=False`: its sweep stays running and its next round tries again.
+- Two priorities: chunks queued again after their worker died (`first=True`) go ahead of the queue,
+  so a chunk interrupted early in a long sweep does not wait for the rest of it; every other message
+  waits its turn (NORMAL). Lower runs sooner, as on Redis (kombu checks its priority lists from 0);
+  the filesystem broker (sweepsite/broker.py) orders its file names so; a broker without priorities
+  (an AMQP queue without x-max-priority) keeps them in order, which is only slower.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from typing import Any
 
-from sweeps.limits import MAX_CHUNKS_PER_TASK, MIN_MESSAGES
-from sweeps.models import Sweep, take
+from sweeps.limits import MAX_CHUNKS_PER_TASK, MESSAGE_SHARE, TAIL_SHARE
+from sweeps.models import Chunk, Sweep, take
 from sweepsite.celery import app
 
 log = logging.getLogger(__name__)
@@ -31,33 +35,93 @@ QUESTION_RESUME = "sweeps.tasks.question_resume"
 AUDIT_UNIT_RUN = "sweeps.tasks.audit_unit_run"
 
 
-def publish(name: str, args: tuple[Any, ...], producer: Any) -> None:
+# Message priorities (see the rules): recovered chunks, everything else.
+FIRST = 0
+NORMAL = 5
+
+
+def publish(name: str, args: tuple[Any, ...], producer: Any, priority: int = NORMAL) -> None:
     """Send one task message (the queue is the app's default queue)."""
-    app.send_task(name, args, producer=producer)
+    app.send_task(name, args, producer=producer, priority=priority)
 
 
-def deal(chunk_ids: Sequence[int]) -> list[list[int]]:
-    """Chunks dealt to messages like cards, to and fro (given heaviest first, every message gets a
-    like share of the work, so workers finish together), a few per message; each in ID order."""
-    per_task = max(1, min(MAX_CHUNKS_PER_TASK, len(chunk_ids) // MIN_MESSAGES))
-    messages = math.ceil(len(chunk_ids) / per_task)
-    hands: list[list[int]] = [[] for _ in range(messages)]
-    for n, pk in enumerate(chunk_ids):
-        turn, seat = divmod(n, messages)
-        hands[seat if turn % 2 == 0 else messages - 1 - seat].append(pk)
-    return [sorted(hand) for hand in hands]
+def chunk_ids_of(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[int]:
+    """The chunk IDs a task message carries (CHUNK_RUN's one, CHUNKS_RUN's list); [] for other tasks."""
+    if name == CHUNK_RUN:
+        ids = kwargs.get("chunk_id", args[0] if args else None)
+    elif name == CHUNKS_RUN:
+        ids = kwargs.get("chunk_ids", args[0] if args else None)
+    else:
+        return []
+    ids = ids if isinstance(ids, list) else [ids]
+    return [i for i in ids if isinstance(i, int)]
+
+
+def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, second_to: int = 0) -> int:
+    """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
+    agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
+    point of its restart, which reaches about the points from `first` on of the uninterrupted run's
+    `npoints` (the weight the sweep page's ETA gives a chunk, selectors._eta); at depth 1, its once
+    scenario. A later chunk (made after an answer) stores the twice scenarios second_from..second_to."""
+    if second_from:
+        return second_to - second_from + 1
+    return npoints - first + 1 if depth >= 2 else 1
+
+
+def deal(weighed: Sequence[tuple[int, int]]) -> list[list[int]]:
+    """Chunks, as (ID, estimated cost), dealt to messages in the order they are to be published.
+
+    Guided self-scheduling: heaviest chunks first, each message about 1/MESSAGE_SHARE of the work
+    not dealt yet, but at least TAIL_SHARE of all of it and at most MAX_CHUNKS_PER_TASK chunks. The
+    messages shrink toward the end: workers, each taking the next message when it is free, finish
+    within a small message of each other, however many they are (on one host or several) and
+    however fast. Each message in ID order."""
+    order = sorted(weighed, key=lambda c: (-c[1], c[0]))
+    total = left = sum(cost for _, cost in order)
+    messages: list[list[int]] = []
+    hand: list[int] = []
+    held = 0
+    for pk, cost in order:
+        hand.append(pk)
+        held += cost
+        if held >= max(left / MESSAGE_SHARE, total * TAIL_SHARE) or len(hand) == MAX_CHUNKS_PER_TASK:
+            messages.append(sorted(hand))
+            left -= held
+            hand, held = [], 0
+    if hand:
+        messages.append(sorted(hand))
+    return messages
+
+
+def chunk_costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]:
+    """These chunks with their estimated costs (chunk_cost), in one read of the sweep's chunks (a
+    chunk gone since, say with its deleted sweep, weighs 1: its task finds nothing to do)."""
+    if len(chunk_ids) < 2:
+        return [(pk, 1) for pk in chunk_ids]
+    rows = list(Chunk.objects.filter(sweep_id=sweep.pk).values_list("pk", "config", "first_point", "second_from",
+                                                                    "second_to"))
+    npoints: dict[int, int] = {}
+    for _, config, first, second_from, _ in rows:
+        if not second_from:
+            npoints[config] = max(first, npoints.get(config, 0))
+    cost = {pk: chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to)
+            for pk, config, first, second_from, second_to in rows}
+    return [(pk, cost.get(pk, 1)) for pk in chunk_ids]
 
 
 def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
-            fail_sweep: bool = True) -> None:
-    """Publish the tasks of these chunks (best heaviest first) and question resumes (see the rules)."""
+            fail_sweep: bool = True, first: bool = False) -> None:
+    """Publish the tasks of these chunks (dealt by `deal`; with `first`, ahead of the queue) and
+    question resumes (see the rules)."""
+    messages = deal(chunk_costs(sweep, chunk_ids))
     try:
         with app.producer_or_acquire() as producer:
-            for batch in deal(chunk_ids):
+            priority = FIRST if first else NORMAL
+            for batch in messages:
                 if len(batch) == 1:
-                    publish(CHUNK_RUN, (batch[0],), producer)
+                    publish(CHUNK_RUN, (batch[0],), producer, priority)
                 else:
-                    publish(CHUNKS_RUN, (batch,), producer)
+                    publish(CHUNKS_RUN, (batch,), producer, priority)
             for qid in question_ids:
                 publish(QUESTION_RESUME, (qid,), producer)
     except Exception as e:

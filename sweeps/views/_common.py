@@ -25,7 +25,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES
-from sweeps import selectors
+from sweeps import roles, selectors
 from sweeps.forms import (
     BackForm,
     ScenarioFilterForm,
@@ -43,16 +43,30 @@ log = logging.getLogger(__name__)
 TABLE_TITLES = ("design", *(TITLES[c] for c in COLUMNS))
 
 
-def read_access(view: View) -> View:
-    """Public when SWEEPSITE_PUBLIC_READ, else logged-in users only (read at request time)."""
-
+def _reading(view: View, *, public: bool) -> View:
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not settings.SWEEPSITE_PUBLIC_READ and not request.user.is_authenticated:
+        if not request.user.is_authenticated:
+            if public and settings.SWEEPSITE_PUBLIC_READ:
+                return view(request, *args, **kwargs)
             return redirect_to_login(request.get_full_path())
+        if not roles.may_read(request.user):
+            raise PermissionDenied(roles.read_refusal(request.user))
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def read_access(view: View) -> View:
+    """A page without call arguments or keys: the viewer role or more, or anyone when
+    SWEEPSITE_PUBLIC_READ is on (read at request time)."""
+    return _reading(view, public=True)
+
+
+def viewer_access(view: View) -> View:
+    """A page or file with call arguments or keys (questions, timelines, witnesses, exports): the
+    viewer role or more, whatever SWEEPSITE_PUBLIC_READ says."""
+    return _reading(view, public=False)
 
 
 def login_for_post(view: View) -> View:
@@ -60,11 +74,18 @@ def login_for_post(view: View) -> View:
 
     @wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if not request.user.is_authenticated:
+        if request.method == "POST" and not request.user.is_authenticated:
             raise PermissionDenied("log in to do this")
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def allow(request: HttpRequest, action: str, owner_id: int | None = None) -> None:
+    """403 with the reason unless the user's role allows `action` (sweeps.roles) on a sweep or audit
+    owned by `owner_id`."""
+    if not roles.may(request.user, action, owner_id):
+        raise PermissionDenied(roles.refusal(request.user, action))
 
 
 def bad_request(request: HttpRequest, message: str, form: Any = None) -> HttpResponse:

@@ -9,20 +9,21 @@ from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from sweeps import selectors
+from sweeps import roles, selectors
 from sweeps.forms import AuditForm
 from sweeps.models import Audit
 from sweeps.services import audits
 from sweeps.views import errors
-from sweeps.views._common import login_for_post, read_access
+from sweeps.views._common import allow, login_for_post, read_access
 
 
 @require_http_methods(["GET", "POST"])
-@read_access
 @login_for_post
+@read_access
 def audit_list(request: HttpRequest) -> HttpResponse:
-    form = AuditForm() if request.user.is_authenticated else None
+    form = AuditForm() if roles.may(request.user, "launch_audit") else None
     if request.method == "POST":
+        allow(request, "launch_audit")
         form = AuditForm(request.POST, request.FILES)
         if form.is_valid():
             d = form.cleaned_data
@@ -45,15 +46,18 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
         report = selectors.audit_report(audit_id)
     except Audit.DoesNotExist:
         raise Http404("no such audit") from None
-    return render(request, "sweeps/audit_detail.html", report)
+    may_resume = roles.may(request.user, "resume_audit", report["audit"].created_by_id)
+    return render(request, "sweeps/audit_detail.html", {**report, "may_resume": may_resume})
 
 
 @require_POST
 @login_for_post
 def audit_resume(request: HttpRequest, audit_id: int) -> HttpResponse:
     """Queue a failed or stalled audit's units not stored yet again (a done audit has none)."""
-    if not Audit.objects.filter(pk=audit_id).exists():
+    owner = Audit.objects.filter(pk=audit_id).values_list("created_by_id", flat=True)
+    if not owner:
         raise Http404("no such audit")
+    allow(request, "resume_audit", owner[0])
     ok, n = errors.action(request, lambda: audits.audit_resume(audit_id=audit_id), "could not resume")
     if ok:
         messages.success(request, f"{n} unit{pluralize(n)} not stored yet queued again" if n else "nothing to resume")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -24,6 +23,7 @@ from sweeps.views._common import (
     bad_request,
     read_access,
     sweep_or_404,
+    viewer_access,
 )
 
 
@@ -69,7 +69,7 @@ def compare(request: HttpRequest) -> HttpResponse:
 
 
 @require_safe
-@login_required
+@viewer_access
 def compare_export(request: HttpRequest) -> HttpResponse:
     form, pair, bad = _compare_pair(request)
     if bad is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import (
     Http404,
     HttpRequest,
@@ -21,11 +20,12 @@ from sweeps.views._common import (
     bad_request,
     filter_form,
     sweep_or_404,
+    viewer_access,
 )
 
 
 @require_safe
-@login_required
+@viewer_access
 def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
     if fmt not in exports.TABLE_FORMATS:
         raise Http404(f"no table format {fmt!r}")
@@ -45,7 +45,7 @@ def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
 
 
 @require_safe
-@login_required
+@viewer_access
 def export_scenarios(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponseBase:
     if fmt not in exports.ROW_FORMATS:
         raise Http404(f"no scenario format {fmt!r}")

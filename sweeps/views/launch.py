@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from sweeps import configs, limits, selectors
+from sweeps import configs, limits, roles, selectors
 from sweeps import plan as planning
 from sweeps.forms import (
     LaunchForm,
@@ -28,6 +28,7 @@ from sweeps.forms import (
 from sweeps.services import launch
 from sweeps.views import errors
 from sweeps.views._common import (
+    allow,
     bad_request,
     login_for_post,
     page_or_none,
@@ -39,7 +40,7 @@ from sweeps.views._common import (
 @read_access
 def sweep_list(request: HttpRequest) -> HttpResponse:
     form = plan = None
-    if request.user.is_authenticated:
+    if roles.may(request.user, "launch"):
         form = LaunchForm(initial={"request_token": new_request_token()})
         # The default form's planned size (cached per process); the page's script asks again on changes.
         plan = _plan_summary(planning.sweep_plan(
@@ -59,7 +60,8 @@ def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 20
     page = page_or_none(paginator, number)
     if page is None:
         return bad_request(request, f"there is no page {number} (pages 1 to {paginator.num_pages})")
-    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form, "plan": plan}, status=status)
+    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form, "plan": plan,
+                                                      "role": roles.role_name(request.user)}, status=status)
 
 
 def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
@@ -113,6 +115,7 @@ def sweep_launch(request: HttpRequest) -> HttpResponse:
 def sweep_plan(request: HttpRequest) -> JsonResponse:
     """The launch form's planned size, as JSON, from the form's fields (nothing stored or enqueued):
     {"chunks", "scenarios", "exact", "seconds", "text", ...}, or 400 with {"errors": [...]}."""
+    allow(request, "launch")
     form = LaunchForm(request.POST, request.FILES)
     if not form.is_valid():
         problems = [f"{'' if field == '__all__' else field + ': '}{m}" for field, ms in form.errors.items() for m in ms]
@@ -130,6 +133,7 @@ def sweep_plan(request: HttpRequest) -> JsonResponse:
 
 @login_for_post
 def _launch(request: HttpRequest) -> HttpResponse:
+    allow(request, "launch")
     form = LaunchForm(request.POST, request.FILES)
     if not form.is_valid():
         if "request_token" in form.errors:  # a mangled form: give the next submit a fresh token

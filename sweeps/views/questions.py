@@ -16,7 +16,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from sweeps import limits, replay, selectors
+from sweeps import limits, replay, roles, selectors
 from sweeps.forms import (
     AnswerForm,
     QuestionListForm,
@@ -25,12 +25,13 @@ from sweeps.models import Question, Sweep
 from sweeps.services import questions as question_services
 from sweeps.views import errors
 from sweeps.views._common import (
+    allow,
     bad_request,
     login_for_post,
     next_url,
     page_or_none,
-    read_access,
     sweep_or_404,
+    viewer_access,
 )
 
 
@@ -66,21 +67,23 @@ def _questionpage_or_none(request: HttpRequest, sweep: Sweep | None) -> HttpResp
         q.args_json = json.dumps(q.call.get("args") if isinstance(q.call, dict) else q.call, sort_keys=True)
         q.state_error = problems.get(q.pk, "")
         q.run_name = run_name(q.qid)
+        q.may_answer = roles.may(request.user, "answer", q.sweep.created_by_id)
     need = "" if avoidable is None else "avoidable" if avoidable else "necessary"
     return render(request, "sweeps/question_list.html", {
         "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep, avoidable),
         "here": request.get_full_path(), "need": need, "need_query": f"&need={need}" if need else "",
+        "may_answer_all": sweep is not None and roles.may(request.user, "answer", sweep.created_by_id),
     })
 
 
 @require_safe
-@read_access
+@viewer_access
 def question_list(request: HttpRequest) -> HttpResponse:
     return _questionpage_or_none(request, None)
 
 
 @require_safe
-@read_access
+@viewer_access
 def sweep_questions(request: HttpRequest, sweep_id: int) -> HttpResponse:
     return _questionpage_or_none(request, sweep_or_404(sweep_id))
 
@@ -88,7 +91,9 @@ def sweep_questions(request: HttpRequest, sweep_id: int) -> HttpResponse:
 @require_POST
 @login_for_post
 def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
-    question = get_object_or_404(Question.objects.only("id", "sweep_id"), pk=question_id)
+    question = get_object_or_404(
+        Question.objects.select_related("sweep").only("id", "sweep_id", "sweep__created_by_id"), pk=question_id)
+    allow(request, "answer", question.sweep.created_by_id)
     form = AnswerForm(request.POST)
     if not form.is_valid():
         return bad_request(request, "choose \"it happened\" or \"it did not happen\"", form)
@@ -111,6 +116,7 @@ def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
 @login_for_post
 def questions_answer_all(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
+    allow(request, "answer", sweep.created_by_id)
     ok, n = errors.action(request, lambda: question_services.questions_answer_truthfully(
         sweep_id=sweep.pk, user=request.user), "the answers could not be stored")
     if ok:

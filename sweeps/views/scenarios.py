@@ -32,6 +32,7 @@ from sweeps.views._common import (
     read_access,
     script_json,
     sweep_or_404,
+    viewer_access,
 )
 
 # The scenario list's metric columns and its totals line: each metric's title as the table's column
@@ -105,7 +106,7 @@ def _list_of_dicts(value: Any) -> bool:
 
 
 @require_safe
-@read_access
+@viewer_access
 def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     try:
         scenario = selectors.scenario_get(scenario_id)
@@ -158,7 +159,7 @@ def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, An
 
 
 @require_safe
-@read_access
+@viewer_access
 def witness(request: HttpRequest) -> HttpResponse:
     """One scenario of `python -m agentcore audit` (agentcore.audit.link's parameters), played again
     with agentcore: sweeps are deterministic, so nothing needs to be stored to show it."""

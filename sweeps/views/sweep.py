@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from agentcore.records import COLUMNS
-from sweeps import limits, selectors
+from sweeps import limits, roles, selectors
 from sweeps.forms import (
     SweepNotesForm,
 )
@@ -29,6 +29,7 @@ from sweeps.services import lifecycle, recovery
 from sweeps.views import errors
 from sweeps.views._common import (
     TABLE_TITLES,
+    allow,
     bad_request,
     login_for_post,
     read_access,
@@ -59,13 +60,12 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
     table = _table(sweep)
     progress = selectors.sweep_progress(sweep)
-    may_change = selectors.may_change(request.user, sweep, "change")
+    may = roles.sweep_actions(request.user, sweep.created_by_id)
     return render(request, "sweeps/sweep_detail.html", {
         "sweep": sweep, "table": table, "rows": table["rows"], "titles": TABLE_TITLES, "progress": progress,
-        "stalled": _stalled(sweep, progress),
+        "stalled": _stalled(sweep, progress), "may": may,
         "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
-        "may_delete": selectors.may_change(request.user, sweep, "delete"),
-        "notes_form": SweepNotesForm(instance=sweep) if may_change else None,
+        "notes_form": SweepNotesForm(instance=sweep) if may["edit"] else None,
     })
 
 
@@ -113,8 +113,10 @@ def sweep_progress(request: HttpRequest, sweep_id: int) -> JsonResponse:
 @require_POST
 @login_for_post
 def sweep_resume(request: HttpRequest, sweep_id: int) -> HttpResponse:
+    """Its owner (operator) or staff; refused when the owner is at the limit of unfinished sweeps."""
     sweep = sweep_or_404(sweep_id)
-    ok, n = errors.action(request, lambda: recovery.sweep_resume(sweep_id=sweep.pk), "could not resume")
+    allow(request, "resume", sweep.created_by_id)
+    ok, n = errors.action(request, lambda: recovery.sweep_resume(sweep_id=sweep.pk, limit=True), "could not resume")
     if ok:
         messages.success(request, f"{n} missing chunk{pluralize(n)} queued again" if n else "nothing to resume")
     return redirect("sweeps:detail", sweep_id=sweep.pk)
@@ -123,8 +125,9 @@ def sweep_resume(request: HttpRequest, sweep_id: int) -> HttpResponse:
 @require_POST
 @login_for_post
 def sweep_cancel(request: HttpRequest, sweep_id: int) -> HttpResponse:
-    """Any logged-in user may cancel (as resume, it loses nothing: stored rows stay, resume goes on)."""
+    """Its owner (operator) or staff (it loses nothing: stored rows stay, resume goes on)."""
     sweep = sweep_or_404(sweep_id)
+    allow(request, "cancel", sweep.created_by_id)
     ok, cancelled = errors.action(request, lambda: lifecycle.sweep_cancel(sweep_id=sweep.pk), "could not cancel",
                                   queue=False)
     if ok:
@@ -136,21 +139,16 @@ def sweep_cancel(request: HttpRequest, sweep_id: int) -> HttpResponse:
     return redirect("sweeps:detail", sweep_id=sweep.pk)
 
 
-def _owner_or_staff(request: HttpRequest, sweep: Sweep, action: str) -> None:
-    if not selectors.may_change(request.user, sweep, action):
-        raise PermissionDenied(f"only the sweep's owner or staff may {action} it")
-
-
 @require_http_methods(["GET", "HEAD", "POST"])
 def sweep_delete(request: HttpRequest, sweep_id: int) -> HttpResponseBase:
     """GET: the confirm page (what goes: scenarios, questions); POST: delete, then the list. The
-    sweep's owner or staff only (others 403); anonymous: a GET goes to log in, a POST is 403."""
+    sweep's owner (operator) or staff only (others 403); anonymous: a GET goes to log in, a POST is 403."""
     if not request.user.is_authenticated:
         if request.method == "POST":
             raise PermissionDenied("log in to do this")
         return redirect_to_login(request.get_full_path())
     sweep = sweep_or_404(sweep_id)
-    _owner_or_staff(request, sweep, "delete")
+    allow(request, "delete", sweep.created_by_id)
     if request.method != "POST":
         return render(request, "sweeps/sweep_delete.html", {"sweep": sweep,
                                                             "contents": selectors.sweep_contents(sweep)})
@@ -167,9 +165,9 @@ def sweep_delete(request: HttpRequest, sweep_id: int) -> HttpResponseBase:
 @require_POST
 @login_for_post
 def sweep_edit(request: HttpRequest, sweep_id: int) -> HttpResponse:
-    """Save the sweep's name and notes (its owner or staff)."""
+    """Save the sweep's name and notes (its owner (operator) or staff)."""
     sweep = sweep_or_404(sweep_id)
-    _owner_or_staff(request, sweep, "change")
+    allow(request, "edit", sweep.created_by_id)
     form = SweepNotesForm(request.POST, instance=sweep)
     if not form.is_valid():
         return bad_request(request, "bad name or notes", form)

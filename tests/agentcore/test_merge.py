@@ -4,9 +4,10 @@ fewer plays; depth 3 and the bug only it can see."""
 import pytest
 
 from agentcore import designs, jobs, merge
+from agentcore.chunks import merged
 from agentcore.config import Config, table_configs
 from agentcore.scenario import Options, play
-from agentcore.sweep import Chunk, plan_chunks, run_chunk, sweep
+from agentcore.sweep import Chunk, plan_chunks, run_chunk, run_chunks, sweep
 
 TRIAGE = jobs.load("triage")
 
@@ -137,3 +138,51 @@ def test_a_later_chunk_of_a_queue_sweep_is_played_unmerged():
     cfg = Config(TRIAGE, designs.get("loop"), "keyed")
     res = run_chunk(cfg, Chunk(0, 1, "k", "l", 1, 2, {}), 2)
     assert res.explored == len(res.records) == 2
+
+
+def test_a_step_is_one_play_of_a_tree_s_root_with_the_states_of_its_children():
+    cfg = Config(jobs.turn_pairs(2), designs.get("loop"), "keyed")
+    m = merge.Memo(cfg)
+    state = m.first(3)[0]
+    tree = merge.explore(m, state, 1)
+    done, points = merge.step(cfg, state, 1)
+    assert done == tree.outcome
+    assert [p[:3] for p in points] == [c[:3] for c in tree.children]
+    assert [merge.explore(m, p[3], 0) for p in points] == [c[3] for c in tree.children]
+    assert merge.step(cfg, state, 0) == (tree.outcome, [])
+
+
+def test_only_a_chunk_of_first_scenarios_merges():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed")
+    assert merged(cfg, Chunk(0, 1, "k", "l"), collect=False, merge=True)
+    assert not merged(cfg, Chunk(0, 1, "k", "l"), collect=False, merge=False)
+    assert not merged(cfg, Chunk(0, 1, "k", "l", 1, 2), collect=False, merge=True)
+    assert not merged(cfg, Chunk(0, 1, "k", "l", answers={"1": True}), collect=False, merge=True)
+    assert not merged(cfg, Chunk(0, 1, "k", "l"), collect=True, merge=True)
+
+
+def generated(depth_3=False):
+    pairs = jobs.turn_pairs(1 if depth_3 else 3)
+    return [Config(pairs, designs.get(d), t) for d, t in (("loop", "keyed"), ("markers", "keyless"))]
+
+
+@pytest.mark.parametrize("depth", [2, 3])
+def test_two_workers_play_each_distinct_restart_once_as_one_worker_does(depth):
+    # Fresh configuration objects each: a memo belongs to one (a second sweep of it plays nothing).
+    one = list(run_chunks(generated(), plan_chunks(generated()), depth))
+    configs = generated()
+    two = list(run_chunks(configs, plan_chunks(configs), depth, workers=2))
+    assert [r.records for r in two] == [r.records for r in one]
+    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [(r.config, r.first, r.saves, r.explored)
+                                                                       for r in one]
+    assert sum(r.explored for r in two) < sum(len(r.records) for r in two) / 5
+
+
+def test_a_sweep_of_merged_and_unmerged_chunks_on_two_workers_is_one_worker_s():
+    def configs():
+        return [Config(TRIAGE, designs.get("loop"), "keyed", tracker_fault="crash"),
+                Config(TRIAGE, designs.get("keys"), "keyed")]
+
+    one, two = sweep(configs()), sweep(configs(), workers=2)
+    assert_same(two, one)
+    assert two.explored == one.explored < one.scenarios

@@ -27,6 +27,7 @@ from sweeps import exports
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import timelines
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot_traces, run_sweep
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -40,8 +41,8 @@ TRACKERS = ["keyed", "keyless"]
 # --- helpers -----------------------------------------------------------------------------------
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("ann", password=PASSWORD)
+def user():
+    return member("ann", "operator", password=PASSWORD)
 
 
 def table_cells(page):
@@ -74,12 +75,11 @@ def reload_until(page, check, timeout=30.0, what="the page to change"):
 
 # --- log in and the launch form ----------------------------------------------------------------
 
-def test_an_anonymous_visitor_logs_in_and_gets_the_launch_form(page, site, user, shot):
-    page.goto(site.url + "/")
-    expect(page.locator("#launch")).to_have_count(0)
-    shot(page, "anonymous-list")
-    page.get_by_role("main").get_by_role("link", name="Log in").click()
+def test_an_anonymous_visitor_is_sent_to_log_in_and_then_gets_the_launch_form(page, site, user, shot):
+    page.goto(site.url + "/")  # reading needs a login (SWEEPSITE_PUBLIC_READ is off by default)
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    expect(page.locator("#launch")).to_have_count(0)
+    shot(page, "anonymous-sent-to-login")
     page.fill("#id_username", "ann")
     page.fill("#id_password", "not the password")
     page.get_by_role("button", name="log in").click()

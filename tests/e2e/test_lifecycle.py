@@ -18,6 +18,7 @@ from sweeps import configs as sweep_configs
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import launch
 from tests.e2e._pages import no_js_errors
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -31,13 +32,13 @@ TWO_RUNS_CHUNKS, TWO_RUNS_SCENARIOS = 824, 35_280
 
 
 @pytest.fixture
-def ann(django_user_model):
-    return django_user_model.objects.create_user("ann", password="pw-e2e-ann-123")
+def ann():
+    return member("ann", "operator", password="pw-e2e-ann-123")
 
 
 @pytest.fixture
-def bob(django_user_model):
-    return django_user_model.objects.create_user("bob", password="pw-e2e-bob-123")
+def bob():
+    return member("bob", "operator", password="pw-e2e-bob-123")
 
 
 def status(sweep):
@@ -165,10 +166,10 @@ def test_choosing_a_job_file_switches_the_source_to_upload(page, site, ann, logi
 
 # --- cancel, resume, delete -----------------------------------------------------------------------
 
-def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann, bob, login, wait_until, shot):
+def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann, login, wait_until, shot):
     sweep = launch.sweep_create(user=ann, job_source=TRIAGE, configs=TABLE, depth=2, runs=2, name="two runs")
     assert sweep.total_chunks == TWO_RUNS_CHUNKS
-    login(page, bob)  # any logged-in user may cancel and resume: it loses nothing
+    login(page, ann)  # its owner (or staff) may cancel and resume: it loses nothing
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     expect(page.locator("#status")).to_have_text("running")
     wait_until(lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40, timeout=60,
@@ -202,7 +203,7 @@ def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann,
 def test_delete_goes_through_a_confirm_page(page, site, ann, bob, login, wait_until, shot):
     sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
     kept = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
-    # Another user: no delete link, and the confirm page is refused.
+    # Another operator: no delete link, and the confirm page is refused.
     login(page, bob)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     expect(page.locator("#delete")).to_have_count(0)
@@ -246,26 +247,30 @@ def test_the_owner_edits_the_name_and_notes_on_the_sweep_page(page, site, ann, l
 
 # --- small things -------------------------------------------------------------------------------
 
-def test_the_anonymous_home_page_says_what_the_tool_is(page, site, shot):
+def test_the_home_page_says_what_the_tool_is_and_offers_a_viewer_no_launch_form(page, site, login, shot):
+    login(page, member("vic", "viewer"))
     page.goto(site.url + "/")
     expect(page.locator("#about")).to_contain_text("crashes a durable AI-agent loop at every point")
     expect(page.locator("#launch")).to_have_count(0)
+    expect(page.locator("#no-launch")).to_contain_text("launching needs the operator role")
     shot(page, "home")
     no_js_errors(page)
 
 
-def test_a_one_configuration_sweep_says_1_configuration(page, site, ann, wait_until):
+def test_a_one_configuration_sweep_says_1_configuration(page, site, ann, login, wait_until):
     sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=LOOP, depth=1), wait_until)
+    login(page, ann)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     expect(page.locator("main")).to_contain_text("1 configuration · depth 1")
     expect(page.locator("main")).not_to_contain_text("1 configurations")
 
 
-def test_questions_name_the_run_as_the_timeline_does(page, site, ann, wait_until, shot):
+def test_questions_name_the_run_as_the_timeline_does(page, site, ann, login, wait_until, shot):
     sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue"),
                      wait_until)
     assert sweep.status == Sweep.Status.WAITING
     q = Question.objects.filter(sweep=sweep).order_by("pk").first()
+    login(page, ann)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/questions/")
     row = page.locator("#questions tbody tr").first
     expect(row.locator(".run-name")).to_have_text("(run-1)")

@@ -22,21 +22,23 @@ from sweeps import configs as sweep_configs
 from sweeps import exports
 from sweeps.models import Scenario
 from tests.e2e._pages import cell_position, expected_rows, no_js_errors, plot, run_sweep
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("ann", password="pw-e2e-ann-123")
+def user():
+    return member("ann", "operator", password="pw-e2e-ann-123")
 
 
 # --- a table number and its list ----------------------------------------------------------------
 
-def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, wait_until, shot):
+def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, ["once-per-turn"], ["keyed"], 2, wait_until)
     (row,) = expected_rows(["once-per-turn"], ["keyed"], 2)
     assert row.dups > row.with_dups and row.calls_plus > 0  # the numbers that did not match their lists
+    login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     cells = page.locator("#results tbody tr").first.locator("td")
     for column, number, count, title in [(1 + COLUMNS.index("dups"), row.dups, row.with_dups, "duplicate effects"),
@@ -122,8 +124,9 @@ def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
 # --- the visual timeline ------------------------------------------------------------------------
 
 def test_the_visual_timeline_marks_crashes_and_the_duplicate_and_leads_back_to_its_list(
-        page, site, user, wait_until, shot):
+        page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, ["once-per-turn"], ["keyed"], 2, wait_until)
+    login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/scenarios/?config=0&has_dups=yes&twice=yes&page=2")
     list_url = page.url
     link = page.locator("#scenarios tbody tr").first.locator("a").first
@@ -161,8 +164,9 @@ def test_the_visual_timeline_marks_crashes_and_the_duplicate_and_leads_back_to_i
 # --- heatmaps -----------------------------------------------------------------------------------
 
 def test_heatmaps_name_kinds_redraw_on_a_new_metric_and_a_second_map_cell_opens_its_timeline(
-        page, site, user, wait_until, shot):
+        page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, ["once-per-turn", "keys"], ["keyed"], 2, wait_until)
+    login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/?config=0")
     expect(page.locator("#heatmap-first .heatmaplayer image")).to_have_count(1)
     expect(page.locator("#heatmap-second .heatmaplayer image")).to_have_count(1)

@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 from agentcore import jobs
 from agentcore import sweep as agentsweep
 from sweeps.models import Chunk, Question, Sweep
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,8 +26,8 @@ TITLES = ["design", "once", "twice", "with dups", "dups", "missing", "wrong", "g
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("ann", password="pw-e2e-ann-123")
+def user():
+    return member("ann", "operator", password="pw-e2e-ann-123")
 
 
 def launch(page, site, *, person, runs=1):

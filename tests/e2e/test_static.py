@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from sweeps import configs as sweep_configs
 from sweeps.services import launch
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -49,10 +50,11 @@ def test_the_admin_login_page_loads_its_stylesheet(page, site):
     assert background not in ("rgba(0, 0, 0, 0)", "transparent"), background
 
 
-def test_a_heatmap_page_says_so_when_plotly_cannot_be_loaded(page, site, django_user_model):
-    user = django_user_model.objects.create_user("sam", password="pw-static-sam-1")
+def test_a_heatmap_page_says_so_when_plotly_cannot_be_loaded(page, site, login):
+    user = member("sam", "viewer")
     sweep = launch.sweep_create(user=user, job_source=sweep_configs.builtin_job_source("triage"),
                                   configs=sweep_configs.configs_for(["keys"], ["keyed"]), depth=1)
+    login(page, user)
     page.route(re.compile(r".*/plotly\.min\..*js$"), lambda route: route.abort())
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")
     expect(page.locator("#plotly-missing")).to_be_visible()

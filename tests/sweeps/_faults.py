@@ -6,7 +6,9 @@
   broker for one test: that private Redis, or a filesystem broker folder of the test's own, so the
   session's shared workers (tests/conftest.py) never take the test's messages.
 - `Workers`: real `celery worker` processes, each in a process group of its own, that a test can
-  SIGKILL one pool process of, or whole (main process and pool); all stopped at the end.
+  SIGKILL one pool process of, or whole (main process and pool); all stopped at the end. A worker
+  started on another queue (`queue=`) waits there as a warm spare until `consume` points it at the
+  test's queue (Celery's remote control), so a replacement takes a killed worker's place at once.
 """
 
 from __future__ import annotations
@@ -171,24 +173,32 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def holder(pid: int) -> str:
+    """The lease holder a worker's chunks name: sweeps.services.leases.HOLDER in its main process."""
+    return f"{socket.gethostname()}:{pid}"
+
+
 class Workers:
     """Celery worker processes on the test's broker and the test database, each in its own process group."""
 
     def __init__(self, folder: Path, env: dict[str, str], *, pool: str = "prefork", concurrency: int = 2,
-                 module: str | None = None) -> None:
+                 module: str | None = None, queue: str | None = None) -> None:
         self.folder, self.env, self.pool, self.concurrency = folder, env, pool, concurrency
+        self.queue = queue  # another queue than the session's (workers of the test's own on a shared broker)
         self.module = module  # a wrapper module run instead of `-m celery` (tests/sweeps/_poison_worker.py)
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
 
-    def start(self, n: int = 1, wait: bool = True) -> list[subprocess.Popen]:
+    def start(self, n: int = 1, wait: bool = True, queue: str | None = None) -> list[subprocess.Popen]:
         new = []
         for _ in range(n):
             i = len(self.procs)
-            argv = sweepworkers.worker_argv(f"faults{i}-{os.getpid()}", "INFO", pool=self.pool,
-                                     concurrency=self.concurrency)
+            argv = sweepworkers.worker_argv(self._name(i), "INFO", pool=self.pool, concurrency=self.concurrency,
+                                            queue=self.queue)
             if self.module:
                 argv[1:3] = ["-m", self.module]
+            if queue:
+                argv[argv.index("-Q") + 1] = queue
             log = self.folder / f"worker-{i}.log"
             with log.open("w") as out:
                 proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
@@ -197,14 +207,33 @@ class Workers:
             self.logs.append(log)
             new.append(proc)
         if wait:
-            deadline = time.monotonic() + 60
-            for proc in new:
-                log = self.logs[self.procs.index(proc)]
-                while "ready." not in log.read_text():
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"a Celery worker did not start:\n{log.read_text()[-3000:]}")
-                    time.sleep(0.05)
+            self.wait_ready(new)
         return new
+
+    def _name(self, i: int) -> str:
+        return f"faults{self.folder.name}-{i}-{os.getpid()}"
+
+    def wait_ready(self, procs: list[subprocess.Popen], timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        for proc in procs:
+            log = self.logs[self.procs.index(proc)]
+            while not self.ready(proc):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"a Celery worker did not start:\n{log.read_text()[-3000:]}")
+                time.sleep(0.05)
+
+    def ready(self, proc: subprocess.Popen) -> bool:
+        """Whether the worker said it is ready (and lives)."""
+        return proc.poll() is None and " ready." in self.logs[self.procs.index(proc)].read_text()
+
+    def nodename(self, proc: subprocess.Popen) -> str:
+        return f"{self._name(self.procs.index(proc))}@{socket.gethostname()}"
+
+    def consume(self, proc: subprocess.Popen, queue: str) -> None:
+        """A warm spare starts consuming `queue` (Celery's remote control; an idle worker answers at once)."""
+        replies = app.control.add_consumer(queue, destination=[self.nodename(proc)], reply=True, timeout=5.0)
+        if not replies:
+            raise RuntimeError(f"the spare worker {self.nodename(proc)} did not take the queue")
 
     def alive(self) -> list[subprocess.Popen]:
         return [p for p in self.procs if p.poll() is None]

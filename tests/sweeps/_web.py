@@ -29,7 +29,7 @@ def launch_data(**kw: Any) -> dict[str, Any]:
 def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     """What the services publish, recorded instead of sent: [(task name, args), ...]."""
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: sent.append((name, tuple(args))))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *_: sent.append((name, tuple(args))))
     return sent
 
 
@@ -75,3 +75,26 @@ def waiting_sweep() -> Sweep:
     sweep.refresh_from_db()
     assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
     return sweep
+
+
+def member(name: str, role: str | None, **fields: Any) -> Any:
+    """A user in one of sweeps.roles' groups (None: in none), as `manage.py user NAME --role ROLE` makes
+    it; no password unless given (no slow hashing)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+
+    fields.setdefault("is_staff", role == "staff")
+    user = get_user_model().objects.create_user(name, **fields)
+    if role is not None:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+def logged_in(user: Any) -> Any:
+    """A test client with `user`'s session (None: nobody logged in)."""
+    from django.test import Client
+
+    c = Client()
+    if user is not None:
+        c.force_login(user)
+    return c

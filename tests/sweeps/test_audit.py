@@ -18,7 +18,7 @@ from sweeps import configs as sweep_configs
 from sweeps import selectors
 from sweeps.models import Audit, AuditUnit
 from sweeps.services import audits
-from tests.sweeps._web import record_enqueued
+from tests.sweeps._web import member, record_enqueued
 
 TRIAGE = sweep_configs.builtin_job_source("triage")
 DESIGNS, TRACKERS = ["loop", "keys"], ["keyed"]
@@ -91,7 +91,7 @@ def test_bad_input_raises_a_clear_error_and_stores_nothing(monkeypatch, kw, mess
 
 @pytest.mark.django_db
 def test_the_launch_form_shows_a_bad_choice_as_a_form_error_and_stores_nothing(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user("ann"))
+    client.force_login(member("ann", "staff"))
     r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": ["nope"], "trackers": ["keyed"],
                                                "worlds": ["panic"]})
     assert r.status_code == 400 and b"nope" in r.content
@@ -101,7 +101,7 @@ def test_the_launch_form_shows_a_bad_choice_as_a_form_error_and_stores_nothing(c
 @pytest.mark.django_db
 def test_the_launch_form_stores_an_audit_and_its_page_shows_progress(client, django_user_model, monkeypatch):
     record_enqueued(monkeypatch)
-    client.force_login(django_user_model.objects.create_user("ann"))
+    client.force_login(member("ann", "staff"))
     r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": DESIGNS, "trackers": TRACKERS,
                                                "worlds": WORLDS})
     a = Audit.objects.get()
@@ -160,12 +160,14 @@ def test_the_witness_of_an_uploaded_job_plays_the_audit_s_stored_job(client, mon
         audits.audit_unit_run(unit_id=u.pk)
     link = Audit.objects.get(pk=a.pk).witnesses["+ idempotency keys"]["link"]
     parts = urlsplit(link)
+    client.force_login(member("vic", "viewer"))
     r = client.get(parts.path, dict(parse_qsl(parts.query)))
     assert r.status_code == 200 and b"mine" in r.content
 
 
 @pytest.mark.django_db
 def test_a_witness_link_to_an_audit_that_is_gone_is_a_404(client):
+    client.force_login(member("vic", "viewer"))
     r = client.get("/witness/", {"audit": 999, "design": "loop", "tracker": "keyed", "first": 3})
     assert r.status_code == 404
 
@@ -177,7 +179,7 @@ def test_a_failed_audit_s_page_offers_resume_and_the_button_queues_its_units(cli
     sent = record_enqueued(monkeypatch)
     a = create(designs=["loop"], worlds=["panic"])
     audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
-    client.force_login(django_user_model.objects.create_user("ann"))
+    client.force_login(member("ann", "staff"))
     assert b'id="resume"' in client.get(reverse("sweeps:audit", args=[a.pk])).content
     with django_capture_on_commit_callbacks(execute=True):
         r = client.post(reverse("sweeps:audit_resume", args=[a.pk]), follow=True)
@@ -190,7 +192,7 @@ def test_a_failed_audit_s_page_offers_resume_and_the_button_queues_its_units(cli
 def test_a_running_audit_that_is_not_stalled_offers_no_resume(client, django_user_model, monkeypatch):
     record_enqueued(monkeypatch)
     a = create(designs=["loop"], worlds=["panic"])
-    client.force_login(django_user_model.objects.create_user("ann"))
+    client.force_login(member("ann", "staff"))
     page = client.get(reverse("sweeps:audit", args=[a.pk])).content
     assert b'id="resume"' not in page and b'http-equiv="refresh"' in page
 

@@ -22,7 +22,7 @@ from django.urls import reverse
 from sweeps.forms import builtin_job_source
 from sweeps.models import Question, Scenario, Sweep
 from tests.sweeps import _data
-from tests.sweeps._web import counts, launch_data, record_enqueued, sent_resumes, waiting_sweep
+from tests.sweeps._web import counts, launch_data, logged_in, member, record_enqueued, sent_resumes, waiting_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -34,10 +34,15 @@ def enqueued(monkeypatch):
     return record_enqueued(monkeypatch)
 
 
+# `client` reads as a viewer; `auth` acts as staff (these sweeps have no owner). Roles: test_roles.py.
 @pytest.fixture
-def auth(client, django_user_model):
-    client.force_login(django_user_model.objects.create_user("ann"))  # no password: no slow hashing
-    return client
+def client():
+    return logged_in(member("vic", "viewer"))
+
+
+@pytest.fixture
+def auth():
+    return logged_in(member("ann", "staff"))
 
 
 def text(response) -> str:

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data, record_enqueued, sent_chunk_ids, sent_resumes
+from tests.sweeps._web import launch_data, member, record_enqueued, sent_chunk_ids, sent_resumes
 
 
 @pytest.fixture
@@ -30,8 +30,8 @@ def enqueued(monkeypatch):
 
 
 @pytest.fixture
-def users(django_user_model):
-    return [django_user_model.objects.create_user(name) for name in ("ann", "bob")]  # no password: fast
+def users():
+    return [member(name, "staff") for name in ("ann", "bob")]  # both may act on these ownerless sweeps
 
 
 def logged_in(user) -> Client:

@@ -4,12 +4,18 @@ Real `celery worker` processes (never eager) on a broker of the test's own and t
 - SIGKILLs during a whole-table sweep (pool processes, and whole workers), on the embedded default
   (SQLite and the filesystem broker, first pass of `make test`) and on PostgreSQL and a private
   Redis (the services pass): the sweep ends done with exactly agentcore's rows, none twice.
+- Ten whole workers SIGKILLed while they play chunks, started as `make run` starts them (two
+  solo-pool workers, each replaced at once by a warm spare): each one's chunks are queued again and
+  run within RERUN_SECONDS of its death (printed per kill, with the sweep's total), in both passes.
+- Two and four workers started together, a sweep's messages lost under them (a dead worker's
+  leases, a broker restarted empty): one watchdog acts, each chunk is queued again once.
 - The private Redis SIGKILLed and started again mid-sweep: the sweep still completes.
 - A chunk that kills its worker every time: the sweep fails after MAX_CHUNK_ATTEMPTS with a message
   naming the chunk, and the page's resume button finishes it.
 - The broker or the database unreachable when a user launches: a clear message and a 503, no sweep
   left running (stored failed, or not at all).
-- The stall watchdog (recovery.sweeps_resume_stalled) on its own.
+- The stall watchdog (recovery.sweeps_resume_stalled), leases, the leader and the lease rule
+  (services/leases.py, recovery.chunks_requeue_lapsed) on their own.
 
 What happened is printed to the terminal (kills survived, rows expected and stored, times).
 """
@@ -17,13 +23,16 @@ What happened is printed to the terminal (kills survived, rows expected and stor
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import signal
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +46,12 @@ from django.utils import timezone
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps import workers as sweepworkers
-from sweeps.models import Chunk, Question, Scenario, Sweep
-from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue
+from sweeps.models import Chunk, Lease, Question, Scenario, Sweep
+from sweeps.services import chunks, launch, leases, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
-from tests.sweeps._web import launch_data
+from tests.sweeps._web import launch_data, member
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -56,6 +65,8 @@ STALL = 2.0
 KILLS = [(0.06, "pool"), (0.17, "pool"), (0.28, "whole"), (0.40, "pool"), (0.52, "pool"), (0.64, "whole"),
          (0.76, "pool"), (0.86, "pool")]
 TIMEOUT = 240
+# The two passes' brokers and databases: SQLite + a filesystem broker, PostgreSQL + a private Redis.
+LABS = ["fs_lab", pytest.param("redis_lab", marks=pytest.mark.services)]
 
 
 def key(configs: list[dict[str, str]]) -> tuple[tuple[str, str, str], ...]:
@@ -121,7 +132,7 @@ def redis_lab(tmp_path: Path) -> Iterator[Lab]:
 
 @pytest.fixture
 def auth(client: Any, django_user_model: Any) -> Any:
-    client.force_login(django_user_model.objects.create_user("faults", password="pw-faults-123"))
+    client.force_login(member("faults", "staff", password="pw-faults-123"))  # resumes ownerless sweeps
     return client
 
 
@@ -221,6 +232,203 @@ def test_worker_kills_on_postgresql_and_redis(redis_lab, capsys):
 
     assert connection.vendor == "postgresql"
     sweep_under_kills(redis_lab, capsys, "worker kills, PostgreSQL + Redis")
+
+
+# --- 1b. whole workers SIGKILLed as `make run` starts them: their chunks back within seconds ------
+
+# `make run` on this 2-core machine: two solo-pool workers. Each kill is of a worker playing a chunk
+# (it holds a live lease), and a replacement takes its place at once: a warm spare booted before the
+# sweep on a queue of its own, then pointed at the sweep's queue, so the figures measure recovery,
+# not Celery's boot (seconds on a loaded machine; printed). The sweep's progress decides when to kill.
+MAKE_RUN_WORKERS = 2
+WHOLE_KILLS = 10
+SPARES = WHOLE_KILLS + 3  # a kill that lands between two chunks interrupts nothing: killed again later
+RERUN_SECONDS = 5.0  # the goal: a dead worker's chunks run again within this of its death
+
+
+class Kill:
+    """One SIGKILL of a whole worker: when, at what share, its chunks (attempts then), their re-runs."""
+
+    def __init__(self, pid: int, at: float, share: float, leader: bool, chunks: dict[int, int]) -> None:
+        self.pid, self.at, self.share, self.leader, self.chunks = pid, at, share, leader, chunks
+        self.wall = time.time()  # to match the leader's log line (its timestamps are wall clock)
+        self.rerun: dict[int, float] = {}  # chunk -> when a worker claimed it again
+        self.stored: dict[int, float] = {}
+
+    def watch(self, rows: dict[int, tuple[bool, int]], now: float) -> None:
+        for pk, before in self.chunks.items():
+            stored, attempts = rows[pk]
+            if attempts > before:
+                self.rerun.setdefault(pk, now)
+            if stored and attempts > before:
+                self.stored.setdefault(pk, now)
+
+    def requeued(self, logs: str) -> float:
+        """Seconds from the kill to the leader's log line queuing its chunks again (inf: none)."""
+        holder = _faults.holder(self.pid)
+        stamps = re.findall(rf"\[(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d+): WARNING/\w+\] sweep \d+: the lease of "
+                            rf"[^\n]*\b{re.escape(holder)}\b[^\n]* ran out", logs)
+        at = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp() - self.wall for t in stamps]
+        return min((t for t in at if t > 0), default=math.inf)
+
+    def seconds(self) -> tuple[float, float]:
+        """(kill to the last of its chunks run again, to the last stored); inf if one never was."""
+        if not self.chunks:
+            return 0.0, 0.0
+        if len(self.rerun) < len(self.chunks) or len(self.stored) < len(self.chunks):
+            return math.inf, math.inf
+        return max(self.rerun.values()) - self.at, max(self.stored.values()) - self.at
+
+
+def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) -> None:
+    reference(key(TABLE), 2)
+    boot = time.monotonic()
+    spares = lab.workers(pool="solo", concurrency=1)
+    waiting = spares.start(SPARES, wait=False, queue=f"{sweepworkers.queue_name()}-spares")
+    workers = lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
+    consuming = workers.start(MAKE_RUN_WORKERS, wait=False)
+    workers.wait_ready(consuming)
+    spares.wait_ready(waiting)
+    boot = time.monotonic() - boot
+    t0 = time.monotonic()
+    sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
+    total, kills = sweep.total_chunks, []
+
+    def kill_one(rows: list[tuple[Any, ...]], now: float) -> None:
+        playing = {holder for _, stored, _, holder, until in rows if not stored and until and until > timezone.now()}
+        victims = [p for p in consuming if p.poll() is None and _faults.holder(p.pid) in playing]
+        if not victims or not waiting:
+            return
+        victim = victims[0]
+        leader = leases.leader() == _faults.holder(victim.pid)
+        os.kill(victim.pid, signal.SIGKILL)
+        at = time.monotonic()
+        victim.wait()
+        spare = waiting.pop(0)
+        spares.consume(spare, sweepworkers.queue_name())  # its replacement
+        consuming.append(spare)
+        held = dict(Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False)
+                    .values_list("pk", "attempts"))
+        kills.append(Kill(victim.pid, at, sum(r[1] for r in rows) / total, leader, held))
+
+    deadline = t0 + TIMEOUT
+    while True:
+        now = time.monotonic()
+        rows = list(Chunk.objects.filter(sweep=sweep).values_list("pk", "stored", "attempts", "holder",
+                                                                 "lease_until"))
+        for k in kills:
+            k.watch({r[0]: (r[1], r[2]) for r in rows}, now)
+        if status(sweep) in (Sweep.Status.DONE, Sweep.Status.FAILED):
+            break
+        hits = [k for k in kills if k.chunks]
+        if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.04 + 0.085 * len(hits)) * total:
+            kill_one(rows, now)
+        if now > deadline:
+            pytest.fail(f"sweep {sweep.pk} not finished after {TIMEOUT} s\n{lab.logs()[-6000:]}")
+        time.sleep(0.02)
+    elapsed = time.monotonic() - t0
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, f"{sweep.error}\n{lab.logs()[-6000:]}"
+    rows = check_rows(sweep)
+    hits = [k for k in kills if k.chunks]
+    worst = report_kills(capsys, label, kills, total, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
+                                                      f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
+                                                      f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
+                                                      f"{boot:.1f} s first; {requeued(lab)} chunk(s) queued again "
+                                                      "by the stall rule (messages lost between a worker's taking "
+                                                      "them and their leases)", lab.logs())
+    assert len(hits) == WHOLE_KILLS, [(k.pid, k.share) for k in kills]
+    assert worst <= RERUN_SECONDS, [(k.pid, k.seconds()) for k in hits]
+
+
+def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, rest: str,
+                 logs: str) -> float:
+    """Print each kill and the figures; the worst seconds from a kill to its chunks' re-run."""
+    hits = [k for k in kills if k.chunks]
+    for i, k in enumerate(kills, 1):
+        rerun, done = k.seconds()
+        what = (f"{len(k.chunks)} chunk(s) interrupted, queued again after {k.requeued(logs):.2f} s, run again "
+                f"after {rerun:.2f} s, stored after {done:.2f} s" if k.chunks else
+                "between two chunks: nothing interrupted")
+        report(capsys, f"{label}: kill {i} at {100 * k.share:.0f}% of {total} chunks (pid {k.pid}"
+                       f"{', the leader' if k.leader else ''}): {what}")
+    worst = max((k.seconds()[0] for k in hits), default=math.inf)
+    median = statistics.median(k.seconds()[0] for k in hits) if hits else math.inf
+    report(capsys, f"{label}: {len(kills)} whole workers SIGKILLed ({len(hits)} mid-chunk, "
+                   f"{sum(k.leader for k in hits)} of them the leader); kill to re-run: worst {worst:.2f} s, "
+                   f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s); {rest}; {load()}")
+    return worst
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg()) + f" on {os.cpu_count()} cores"
+
+
+@pytest.mark.parametrize("where", LABS)
+def test_whole_worker_kills_rerun_within_seconds(where, request, capsys):
+    from django.db import connection
+
+    lab = request.getfixturevalue(where)
+    assert connection.vendor == ("postgresql" if lab.redis else "sqlite")
+    sweep_under_whole_kills(lab, capsys, "whole-worker kills, " + ("PostgreSQL + Redis" if lab.redis else
+                                                                  "SQLite + filesystem broker"))
+
+
+# --- 1c. one watchdog acts per round ---------------------------------------------------------------
+
+
+def lost_sweep() -> tuple[Sweep, list[int], list[int]]:
+    """A sweep whose messages are gone: the first half of its chunks with a dead worker (their leases
+    ran out), the rest with a broker that restarted empty (never delivered). (sweep, held, lost)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
+        sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    held, lost = ids[: len(ids) // 2], ids[len(ids) // 2:]
+    Chunk.objects.filter(pk__in=held).update(holder="gone:1", attempts=1,
+                                             lease_until=timezone.now() - timedelta(seconds=1))
+    Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=60))
+    return sweep, held, lost
+
+
+def actions(pool: Workers, sweep: Sweep) -> dict[str, tuple[list[int], int]]:
+    """Per worker log: the chunks it queued again for `sweep` by the lease rule, and how many by the stall rule."""
+    out = {}
+    for log in pool.logs:
+        text = log.read_text()
+        held = [int(pk) for ids in re.findall(rf"sweep {sweep.pk}: the lease of .* ran out: \d+ chunk\(s\) "
+                                              rf"queued again ahead of the queue: ([\d ]+)", text)
+                for pk in ids.split()]
+        lost = sum(int(n) for n in re.findall(rf"sweep {sweep.pk}: nothing stored for .* the queue is empty: (\d+) "
+                                              "missing chunk", text))
+        if held or lost:
+            out[log.name] = (held, lost)
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("where", LABS)
+def test_one_watchdog_acts_per_round(where, n, request, capsys):
+    lab = request.getfixturevalue(where)
+    workers = lab.workers(pool="solo", concurrency=1)
+    workers.start(n)  # started together: without a leader their watchdogs' rounds run in lockstep
+    lines = []
+    for _ in range(3):
+        sweep, held, lost = lost_sweep()
+        assert wait_finished(sweep, lab, timeout=120) == Sweep.Status.DONE, lab.logs()[-6000:]
+        check_rows(sweep)
+        acted = actions(workers, sweep)
+        assert len(acted) == 1, acted  # one watchdog queued this sweep's work
+        (by, (requeued_held, requeued_lost)), = acted.items()
+        assert sorted(requeued_held) == held  # each chunk of the dead worker queued again once
+        assert requeued_lost == len(lost)  # the never-delivered ones once, by the stall rule
+        lines.append(f"{len(held)} held by a dead worker + {len(lost)} never delivered -> queued again once, "
+                     f"by {by}")
+    leaders = {m for log in workers.logs for m in re.findall(r"(\S+) leads the watchdog", log.read_text())}
+    report(capsys, f"one watchdog, {n} workers started together on {'Redis' if lab.redis else 'SQLite'}: "
+                   f"{'; '.join(lines)}; leaders in all: "
+                   f"{len(leaders)} ({', '.join(sorted(leaders))}); rows exact, no duplicate")
+    assert len(leaders) == 1  # nobody took over: the leader kept its lease
 
 
 # --- a chunk that keeps failing: bounded, then resumed from the page ----------------------------
@@ -378,17 +586,18 @@ def test_pages_and_a_launch_with_the_database_unreachable_get_a_503(tmp_path):
 def watchdog(monkeypatch):
     """recovery.sweeps_resume_stalled with its queue length and its publishing recorded."""
     monkeypatch.setattr(recovery, "_AUTO_RESUMED", {})
-    state: dict[str, Any] = {"queued": 0, "sent": [], "down": False}
+    state: dict[str, Any] = {"queued": 0, "sent": [], "down": False, "priorities": set()}
     monkeypatch.setattr(recovery, "queued_messages", lambda: state["queued"])
 
-    def publish(args: Any, _n: str = "", **kw: Any) -> None:
+    def publish(args: Any, _n: str = "", priority: int = taskqueue.NORMAL) -> None:
         if state["down"]:
             from kombu.exceptions import OperationalError as BrokerError
 
             raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
         state["sent"].append((_n, args))
+        state["priorities"].add(priority)
 
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer: publish(args, name))
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *p: publish(args, name, *p))
     return state
 
 
@@ -501,6 +710,181 @@ def test_the_queue_length_is_read_from_redis(redis_lab):
     tasks.chunk_run.apply_async((10**9,))
     assert recovery.queued_messages() == 1
     assert str(app.conf.broker_url) == redis_lab.redis.url
+
+
+# --- leases, the leader, and the lease rule on their own -----------------------------------------
+
+
+def lapse(ids: list[int], holder: str = "gone:1") -> None:
+    """These chunks' worker died: their leases ran out a second ago."""
+    Chunk.objects.filter(pk__in=ids).update(holder=holder, attempts=1,
+                                            lease_until=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_chunk_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypatch):
+    sweep = stalled_sweep()
+    pk = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True).first()
+    real, seen = chunks.agentsweep.run_chunk, []
+
+    def play(*args: Any, **kw: Any) -> Any:
+        seen.append(Chunk.objects.filter(pk=pk).values_list("holder", "lease_until").get())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(chunks.agentsweep, "run_chunk", play)
+    t0 = timezone.now()
+    assert chunks.chunk_run(chunk_id=pk)
+    (holder, until), = seen
+    assert holder == leases.HOLDER
+    assert t0 + timedelta(seconds=limits.LEASE_SECONDS) <= until <= timezone.now() + timedelta(
+        seconds=limits.LEASE_SECONDS)
+    assert Chunk.objects.filter(pk=pk).values_list("stored", "lease_until").get() == (True, None)
+
+
+def test_one_holder_leads_until_its_lease_runs_out():
+    assert leases.leader() is None
+    assert leases.lead(holder="a:1")  # the first asks: the row is made
+    assert not leases.lead(holder="b:2")
+    assert leases.lead(holder="a:1")  # renewed
+    assert leases.leader() == "a:1"
+    Lease.objects.filter(name=leases.LEADER).update(expires_at=timezone.now() - timedelta(seconds=0.1))  # a died
+    assert leases.leader() is None
+    assert leases.lead(holder="b:2")
+    assert not leases.lead(holder="a:1")  # back too late: b leads now
+    assert leases.leader() == "b:2"
+    leases.alive(holder="c:3")
+    Lease.objects.filter(holder="c:3").update(expires_at=timezone.now() - timedelta(seconds=leases.FORGET_SECONDS + 1))
+    leases.alive(holder="d:4")
+    assert leases.leases_forget() == 1  # c stopped long ago
+    assert not Lease.objects.filter(holder="c:3").exists() and Lease.objects.filter(holder="d:4").exists()
+
+
+def test_the_lease_rule_queues_a_dead_workers_chunks_once_ahead_of_the_queue(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    lapse(ids[:3])
+    leases.leases_renew(chunk_ids=[ids[3]], holder="alive:2")  # a live worker plays this one
+    failed = stalled_sweep(configs=[{"name": "m2", "design": "markers", "tracker": "keyless"}])
+    failed_ids = list(Chunk.objects.filter(sweep=failed).values_list("pk", flat=True))
+    lapse(failed_ids)
+    chunks.chunk_failed(chunk_id=failed_ids[0], error="boom")  # its resume button is for people
+    assert recovery.chunks_requeue_lapsed() == 3
+    assert sent_chunk_ids(watchdog) == ids[:3] and watchdog["priorities"] == {taskqueue.FIRST}
+    assert not Chunk.objects.filter(pk__in=ids[:3], lease_until__isnull=False).exists()
+    assert Chunk.objects.get(pk=ids[3]).holder == "alive:2"
+    assert recovery.chunks_requeue_lapsed() == 0  # queued once: their leases ended with it
+    assert len(sent_chunk_ids(watchdog)) == 3
+
+
+def test_the_lease_rule_leaves_a_lapsed_chunk_whose_worker_lives_to_celery(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
+    lapse(ids, holder="prefork:3")  # its pool process died: the worker gives the message back itself
+    leases.alive(holder="prefork:3")
+    assert recovery.chunks_requeue_lapsed() == 0
+    Lease.objects.filter(holder="prefork:3").update(expires_at=timezone.now() - timedelta(seconds=0.1))
+    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids  # then the whole worker died
+
+
+def test_the_lease_rule_keeps_the_lapsed_leases_while_the_broker_is_away(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
+    lapse(ids)
+    watchdog["down"] = True
+    assert recovery.chunks_requeue_lapsed() == 0
+    assert Chunk.objects.filter(pk__in=ids, lease_until__isnull=False).count() == 2  # rolled back
+    watchdog["down"] = False
+    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids
+
+
+def test_a_resume_ends_the_leases_of_what_it_queues(watchdog):
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))
+    lapse(ids)
+    chunks.chunk_failed(chunk_id=ids[0], error="boom")
+    assert recovery.sweep_resume(sweep_id=sweep.pk) == len(ids)
+    assert recovery.chunks_requeue_lapsed() == 0  # not queued a second time
+    assert sorted(sent_chunk_ids(watchdog)) == sorted(ids)
+
+
+def test_the_stall_rule_leaves_a_sweep_with_a_lease_in_the_period_alone(watchdog):
+    sweep = stalled_sweep()
+    pk = Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True).first()
+    leases.leases_renew(chunk_ids=[pk], holder="alive:2")  # a long chunk plays: nothing stored for a while
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
+    # Its pool process died a second ago: its worker gives the message back after a while.
+    Chunk.objects.filter(pk=pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == 0
+    Chunk.objects.filter(pk=pk).update(lease_until=timezone.now() - timedelta(seconds=11))  # it never did
+    assert recovery.sweeps_resume_stalled(stalled_for=10) == sweep.total_chunks
+
+
+class Received:
+    """What a worker's task_received signal carries of a message (celery.worker.request.Request)."""
+
+    def __init__(self, task_name: str, args: tuple[Any, ...]) -> None:
+        self.task_name, self.args, self.kwargs = task_name, args, {}
+
+
+def test_a_worker_takes_the_leases_of_a_message_as_it_receives_it():
+    from celery.signals import task_received
+
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    task_received.send(sender=None, request=Received(tasks.chunks_run.name, (ids[:2],)))
+    task_received.send(sender=None, request=Received(tasks.question_resume.name, (ids[2],)))
+    assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
+                  .values_list("pk", flat=True)) == ids[:2]
+
+
+def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(watchdog):
+    from celery.signals import task_postrun, task_prerun
+
+    from sweepsite import celery as celery_module
+
+    sweep = stalled_sweep(seconds=1)
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    started = [("t1", tasks.chunks_run, (ids[:2],)), ("t2", tasks.chunk_run, (ids[2],)),
+               ("t3", tasks.question_resume, (ids[5],)), ("t4", tasks.chunk_run, (ids[3],))]
+    for task_id, task, args in started:
+        task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
+    task_postrun.send(sender=tasks.chunk_run, task_id="t4", task=tasks.chunk_run, args=(ids[3],), kwargs={})
+    try:
+        assert celery_module.playing_chunk_ids() == ids[:3]  # t4 ended; t3 plays no chunk
+        lapse([ids[4]])  # a dead worker's
+        assert celery_module.Keeper(stalled_for=0).round() == 0  # renews, never leads
+        assert leases.leader() is None and sent_chunk_ids(watchdog) == []
+        assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
+                      .values_list("pk", flat=True)) == ids[:3]
+        assert celery_module.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
+        assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
+    finally:
+        for task_id, task, args in started:
+            task_postrun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
+    assert celery_module.playing_chunk_ids() == []
+
+
+def recovered_first(queue: str) -> list[Any]:
+    """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
+    sweep = Sweep(pk=1)
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 1])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 2])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 3])
+    taskqueue.enqueue(sweep, chunk_ids=[10**9], first=True)
+    taken = []
+    with app.connection_for_read() as conn:
+        for _ in range(4):
+            message = conn.default_channel.basic_get(queue, no_ack=True)
+            taken.append(message.decode()[0][0] if message is not None else None)
+    return taken
+
+
+def test_a_dead_workers_chunks_go_ahead_of_the_filesystem_queue(fs_lab):
+    assert recovered_first(sweepworkers.queue_name()) == [10**9, 10**9 + 1, 10**9 + 2, 10**9 + 3]
+
+
+@pytest.mark.services
+def test_a_dead_workers_chunks_go_ahead_of_the_redis_queue(redis_lab):
+    assert recovered_first(sweepworkers.queue_name()) == [10**9, 10**9 + 1, 10**9 + 2, 10**9 + 3]
 
 
 def test_the_workers_watchdog_round_survives_a_database_that_is_down(monkeypatch):

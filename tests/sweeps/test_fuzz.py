@@ -42,6 +42,7 @@ from sweeps.forms import builtin_job_source
 from sweeps.limits import MAX_SEED
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from tests.sweeps import _data
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.fuzz, pytest.mark.django_db]
 
@@ -70,8 +71,8 @@ def _report_count() -> Iterator[None]:
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("fuzz")  # no password: no slow hashing
+def user():
+    return member("fuzz", "staff")  # may do everything (sweeps.roles); no password: no slow hashing
 
 
 @pytest.fixture
@@ -337,7 +338,8 @@ def _check_page(r: Any) -> None:
         assert b"Bad request" in r.content
 
 
-def test_fuzz_filter_pages(client, sweep):
+def test_fuzz_filter_pages(client_in, sweep):
+    client = client_in
     urls = [reverse("sweeps:scenarios", args=[sweep.pk]), reverse("sweeps:heatmap", args=[sweep.pk]),
             reverse("sweeps:sweep_questions", args=[sweep.pk]), reverse("sweeps:questions"), reverse("sweeps:list"),
             reverse("sweeps:detail", args=[sweep.pk]), reverse("sweeps:progress", args=[sweep.pk])]

@@ -19,6 +19,7 @@ from django.urls import reverse
 
 from sweeps.models import Chunk, Scenario, Sweep
 from tests.sweeps import _data
+from tests.sweeps._web import logged_in, member
 
 pytestmark = pytest.mark.django_db
 
@@ -41,6 +42,12 @@ def big(django_db_setup, django_db_blocker):
         for model in (Scenario, Chunk):
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE sweep_id = %s", [sweep.pk])
         Sweep.objects.filter(pk=sweep.pk).delete()
+
+
+@pytest.fixture
+def client() -> Client:
+    """A viewer: reading needs a login (its session and permissions are part of each page's time)."""
+    return logged_in(member("vic", "viewer"))
 
 
 def median_ms(client: Client, url: str) -> tuple[float, str]:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import re
+import time
+from datetime import datetime
+
 import pytest
+import redis
 from django.db import connection
 
-from agentcore import jobs
+from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
-from sweeps import selectors, tasks
+from sweeps import schema, selectors, tasks
+from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, questions, taskqueue
 from sweepsite.celery import app
+from tests.sweeps._faults import Workers
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +136,83 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scr
     assert sweep.total_chunks == Chunk.objects.filter(sweep=sweep, stored=True).count()
     assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
     assert sweep.table == agentcore_table
+
+
+# --- a big sweep on four workers -----------------------------------------------------------------
+
+FOUR = 4
+PAIRS = 8  # agentcore.jobs.turn_pairs: 212 first points, 23,564 scenarios at depth 2
+LOOP_KEYED = [{"name": "real loop, keyed tracker", "design": "loop", "tracker": "keyed"}]
+_SUCCEEDED = re.compile(r"^\[([0-9-]+ [0-9:,]+): .*Task (\S+)\[([0-9a-f-]+)\] succeeded in ([0-9.e-]+)s", re.M)
+
+
+@pytest.fixture
+def four_workers(transactional_db, tmp_path, monkeypatch):
+    """Four solo-pool workers (as `make run` starts them) on a queue of the test's own on the shared
+    Redis (the session's workers never take its messages); the launch publishes there, noting each
+    message's chunks by task ID. Yields (workers, {task id: chunk IDs})."""
+    queue = f"{sweepworkers.queue_name()}-four"
+    env = {**sweepworkers.worker_environ(), "SWEEPSITE_QUEUE": queue, "SWEEPSITE_STALL_SECONDS": "0"}
+    sent: dict[str, list[int]] = {}
+
+    def publish(name, args, producer):
+        chunk_ids = list(args[0]) if name == tasks.chunks_run.name else [args[0]]
+        sent[app.send_task(name, args, producer=producer, queue=queue).id] = chunk_ids
+
+    workers = Workers(tmp_path, env, pool="solo", concurrency=1, queue=queue)
+    try:
+        workers.start(FOUR)
+        monkeypatch.setattr(taskqueue, "publish", publish)
+        yield workers, sent
+    finally:
+        workers.stop()
+        client = redis.Redis.from_url(str(app.conf.broker_url))
+        for key in client.scan_iter(match=f"*{queue}*"):
+            client.delete(key)
+        client.close()
+
+
+def worker_shares(workers, sent, launched):
+    """Per worker (its log): the messages, chunks and scenarios it stored, its busy seconds, and
+    when its last task ended (seconds after `launched`, a datetime)."""
+    scenarios = dict(Chunk.objects.filter(pk__in=[c for ids in sent.values() for c in ids])
+                     .values_list("pk", "scenarios"))
+    shares = []
+    for log in workers.logs:
+        done = _SUCCEEDED.findall(log.read_text())
+        ids = [c for _, _, task_id, _ in done for c in sent[task_id]]
+        last = max((datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f") for at, *_ in done), default=launched)
+        shares.append({"messages": len(done), "chunks": len(ids), "scenarios": sum(scenarios[c] for c in ids),
+                       "busy": sum(float(s) for *_, s in done), "last": (last - launched).total_seconds()})
+    return shares
+
+
+@pytest.mark.services
+@pytest.mark.slow
+def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four_workers, wait_until):
+    workers, sent = four_workers
+    assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
+    job = jobs.turn_pairs(PAIRS)
+    launched, started = datetime.now(), time.monotonic()
+    sweep = launch.sweep_create(user=None, job_source=jobs.turn_pairs_source(PAIRS), configs=LOOP_KEYED, depth=2)
+    wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=240, what="the sweep to finish")
+    took = time.monotonic() - started
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+
+    expected = agentsweep.sweep([agentsweep.Config(job, designs.get("loop"), "keyed")], depth=2).records[0]
+    stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values(*schema.RECORD_FIELDS)
+    assert [schema.row_fields(r) for r in stored] == [
+        {f: getattr(r, f) for f in schema.RECORD_FIELDS} for r in expected]
+
+    shares = worker_shares(workers, sent, launched)
+    print(f"\n{len(expected):,} scenarios in {sweep.total_chunks} chunks, {len(sent)} messages, {took:.1f} s "
+          f"on {FOUR} workers:")
+    for i, s in enumerate(shares, 1):
+        print(f"  worker {i}: {s['messages']} messages, {s['chunks']} chunks, {s['scenarios']:,} scenarios "
+              f"({s['scenarios'] / len(expected):.0%}), busy {s['busy']:.2f} s, last one done at {s['last']:.2f} s")
+    assert sum(s["messages"] for s in shares) == len(sent)  # each message ran once, on one of the four
+    assert sum(s["scenarios"] for s in shares) == len(expected)
+    # How evenly the split deals the work is test_services' (worker finish spreads, computed); real
+    # workers on a loaded machine differ in speed, so here: every one of the four took a real part.
+    assert all(s["scenarios"] >= len(expected) / (3 * FOUR) for s in shares), shares

@@ -33,27 +33,39 @@ from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data
+from tests.sweeps._web import launch_data, logged_in, member
 
 pytestmark = pytest.mark.django_db
 
 
 # --- fixtures and helpers ----------------------------------------------------------------------
 
+# The pages' own behaviour, as their users see it: `client` reads as a viewer, `auth` and `other` act
+# as staff (the sweeps here have no owner); `anon` is nobody logged in. Who may do what is
+# test_roles.py's.
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("ann", password="pw-ann-123")
-
-
-@pytest.fixture
-def other(django_user_model):
-    return django_user_model.objects.create_user("bob", password="pw-bob-123")
+def client():
+    return logged_in(member("vic", "viewer"))
 
 
 @pytest.fixture
-def auth(client, user):
-    client.force_login(user)
-    return client
+def anon():
+    return Client()
+
+
+@pytest.fixture
+def user():
+    return member("ann", "staff", password="pw-ann-123")
+
+
+@pytest.fixture
+def other():
+    return member("bob", "staff", password="pw-bob-123")
+
+
+@pytest.fixture
+def auth(user):
+    return logged_in(user)
 
 
 @pytest.fixture
@@ -106,13 +118,20 @@ def test_list_shows_sweeps(client, sweep):
     assert "3 / 4" in text(r)  # chunks stored / total
 
 
-def test_list_offers_no_launch_form_to_anonymous(client):
-    r = client.get(reverse("sweeps:list"))
+def test_list_offers_no_launch_form_to_anonymous(anon, settings):
+    settings.SWEEPSITE_PUBLIC_READ = True
+    r = anon.get(reverse("sweeps:list"))
     assert 'name="request_token"' not in text(r)
     assert "to launch a sweep" in text(r)
 
 
-def test_the_anonymous_home_page_says_what_the_tool_is(client):
+def test_list_tells_a_viewer_why_there_is_no_launch_form(client):
+    r = client.get(reverse("sweeps:list"))
+    assert 'name="request_token"' not in text(r)
+    assert "Your account (viewer) reads sweeps; launching needs the operator role" in text(r)
+
+
+def test_the_home_page_says_what_the_tool_is(client):
     about = re.search(r'<p id="about">(.*?)</p>', text(client.get(reverse("sweeps:list"))), re.S).group(1)
     assert "crashes a durable AI-agent loop at every point" in about and "sweep" in about
 
@@ -265,8 +284,8 @@ def test_launch_refuses_a_file_over_the_limit(auth, settings):
     assert not Sweep.objects.exists()
 
 
-def test_launch_by_anonymous_is_403(client):
-    assert client.post(reverse("sweeps:launch"), launch_data()).status_code == 403
+def test_launch_by_anonymous_is_403(anon):
+    assert anon.post(reverse("sweeps:launch"), launch_data()).status_code == 403
     assert not Sweep.objects.exists()
 
 
@@ -287,8 +306,8 @@ def test_launch_with_the_broker_down_says_so(auth, monkeypatch):
 
 
 @pytest.mark.parametrize("who", ["anonymous", "user"])
-def test_a_get_of_the_launch_address_goes_to_the_form(client, auth, who):
-    r = (client if who == "anonymous" else auth).get(reverse("sweeps:launch"))
+def test_a_get_of_the_launch_address_goes_to_the_form(anon, auth, who):
+    r = (anon if who == "anonymous" else auth).get(reverse("sweeps:launch"))
     assert r.status_code == 302 and r["Location"] == reverse("sweeps:list") + "#launch"
     assert Sweep.objects.count() == 0
 
@@ -465,13 +484,13 @@ def test_resume_requeues_missing_chunks(auth, sweep):
     assert "1 missing chunk queued again" in text(r)
 
 
-def test_resume_by_anonymous_is_403(client, sweep):
-    assert client.post(reverse("sweeps:resume", args=[sweep.pk])).status_code == 403
+def test_resume_by_anonymous_is_403(anon, sweep):
+    assert anon.post(reverse("sweeps:resume", args=[sweep.pk])).status_code == 403
 
 
-def test_private_read_sends_anonymous_to_login(client, sweep, settings):
+def test_private_read_sends_anonymous_to_login(anon, sweep, settings):
     settings.SWEEPSITE_PUBLIC_READ = False
-    r = client.get(reverse("sweeps:detail", args=[sweep.pk]))
+    r = anon.get(reverse("sweeps:detail", args=[sweep.pk]))
     assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
@@ -859,8 +878,8 @@ def test_answer_redirects_to_a_safe_next_only(auth, waiting):
     assert r["Location"] == reverse("sweeps:sweep_questions", args=[waiting[0].sweep_id])
 
 
-def test_answer_by_anonymous_is_403(client, waiting):
-    assert client.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes"}).status_code == 403
+def test_answer_by_anonymous_is_403(anon, waiting):
+    assert anon.post(reverse("sweeps:answer", args=[waiting[0].pk]), {"happened": "yes"}).status_code == 403
     assert Question.objects.get(pk=waiting[0].pk).status == Question.Status.OPEN
 
 
@@ -888,8 +907,8 @@ def test_answer_all_truthfully(auth, sweep, waiting):
     assert all(q.answer == q.truth for q in Question.objects.all())
 
 
-def test_answer_all_by_anonymous_is_403(client, sweep, waiting):
-    assert client.post(reverse("sweeps:answer_all", args=[sweep.pk])).status_code == 403
+def test_answer_all_by_anonymous_is_403(anon, sweep, waiting):
+    assert anon.post(reverse("sweeps:answer_all", args=[sweep.pk])).status_code == 403
 
 
 def queue_rows(page: str) -> dict[str, str]:
@@ -927,10 +946,11 @@ def test_question_list_bad_values_are_400(client, sweep, query):
 
 # --- 6. exports --------------------------------------------------------------------------------
 
-def test_export_needs_login(client, sweep):
+def test_export_needs_login_even_where_reading_is_public(anon, sweep, settings):
+    settings.SWEEPSITE_PUBLIC_READ = True
     for url in (reverse("sweeps:export_table", args=[sweep.pk, "csv"]),
                 reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])):
-        r = client.get(url)
+        r = anon.get(url)
         assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
@@ -1144,8 +1164,9 @@ def test_sweep_nav_links_to_compare(client, sweep):
                                                                                          args=[sweep.pk])))
 
 
-def test_compare_export_needs_login(client, sweep, other_sweep):
-    r = client.get(reverse("sweeps:compare_export") + f"?a={sweep.pk}&b={other_sweep.pk}")
+def test_compare_export_needs_login_even_where_reading_is_public(anon, sweep, other_sweep, settings):
+    settings.SWEEPSITE_PUBLIC_READ = True
+    r = anon.get(reverse("sweeps:compare_export") + f"?a={sweep.pk}&b={other_sweep.pk}")
     assert r.status_code == 302 and "/accounts/login/" in r["Location"]
 
 
@@ -1192,10 +1213,10 @@ def test_admin_change_pages(admin_client, waiting):
         assert admin_client.get(reverse(f"admin:sweeps_{model}_change", args=[pk])).status_code == 200
 
 
-def test_admin_refuses_anonymous(client):
-    assert client.get(reverse("admin:sweeps_sweep_changelist")).status_code == 302
+def test_admin_refuses_anonymous(anon):
+    assert anon.get(reverse("admin:sweeps_sweep_changelist")).status_code == 302
 
 
-def test_login_page(client):
-    r = client.get(reverse("login"))
+def test_login_page(anon):
+    r = anon.get(reverse("login"))
     assert r.status_code == 200 and "csrfmiddlewaretoken" in text(r)

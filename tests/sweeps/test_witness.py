@@ -11,8 +11,15 @@ from django.test import Client
 
 from agentcore import audit, designs, jobs
 from agentcore.sweep import Config, replay
+from tests.sweeps._web import logged_in, member
 
 TRIAGE = jobs.load("triage")
+
+
+@pytest.fixture
+def client(db):
+    """A viewer: the witness shows call arguments and keys, which need a login (sweeps.roles)."""
+    return logged_in(member("vic", "viewer"))
 
 
 def _get(client: Client, url: str):
@@ -70,7 +77,7 @@ def test_bad_parameters_are_a_400_that_says_what_is_wrong(client, params, messag
 
 
 @pytest.mark.django_db
-def test_the_witness_follows_the_site_s_read_access(client, settings):
-    settings.SWEEPSITE_PUBLIC_READ = False
-    r = client.get("/witness/", {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3})
+def test_the_witness_needs_a_login_even_where_reading_is_public(settings):
+    settings.SWEEPSITE_PUBLIC_READ = True
+    r = Client().get("/witness/", {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3})
     assert r.status_code == 302 and "/accounts/login/" in r["Location"]

@@ -1,0 +1,94 @@
+"""Leases: which worker has a chunk in its hands, and which worker leads the watchdog.
+
+Rules:
+- A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live worker has its message in hand.
+  The worker's main process takes it when it receives the message, the claim that counts an attempt
+  takes it again (services/chunks.py, the same UPDATE), and the process playing it renews it every
+  LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by sweepsite/celery.py); storing
+  the chunk ends it.
+- A worker's lease (a Lease row `worker:<holder>`, renewed by its main process, `alive`) says that
+  the worker lives. A chunk whose lease ran out unstored, in a running sweep, whose worker's lease
+  ran out too, was lost with a whole worker (SIGKILLed, its host gone): the leader queues it again
+  (recovery.chunks_requeue_lapsed). One whose worker lives lost only a prefork pool process: Celery
+  gives its message back (`reject_on_worker_lost`), so it is not queued a second time.
+- The holder is this host and the worker's main process ID (a prefork pool's processes inherit it,
+  as they are forked from the main process), so a restarted worker never renews a dead one's leases
+  by name; a renewal names the chunks it plays anyway.
+- One leader at a time: the `watchdog` Lease row, taken and renewed by a conditional UPDATE
+  (`... WHERE holder = me OR expires_at < now`), the same statement on SQLite and PostgreSQL. Only
+  the leader runs the watchdog's rules, so workers started together never queue one sweep's work
+  twice; should two ever act at once (a leader paused past its lease), taking a lapsed chunk is a
+  conditional write too (recovery.chunks_requeue_lapsed), so one of them queues it.
+- Times are the workers' clocks (kept by NTP across hosts): a skew well under LEASE_SECONDS.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
+from sweeps.models import Chunk, Lease
+
+# Set when this module is first imported: a Celery worker imports its tasks (hence this) in its main
+# process before it forks a prefork pool, so its pool processes name the same holder.
+HOLDER = f"{socket.gethostname()}:{os.getpid()}"[-LEASE_HOLDER_CHARS:]
+LEADER = "watchdog"
+WORKER = "worker:"  # a worker's lease is named so, with its holder
+# A worker's lease this long run out is deleted by the leader (a worker that stopped, long ago).
+FORGET_SECONDS = 600
+
+
+def lease_until(now: datetime | None = None) -> datetime:
+    """When a lease taken or renewed now runs out."""
+    return (now or timezone.now()) + timedelta(seconds=LEASE_SECONDS)
+
+
+def leases_renew(*, chunk_ids: Sequence[int], holder: str = HOLDER) -> int:
+    """Renew (or take) the leases of the chunks whose messages `holder` has in hand; how many.
+    Stored chunks are left alone (their lease ended with the store)."""
+    if not chunk_ids:
+        return 0
+    return Chunk.objects.filter(pk__in=list(chunk_ids), stored=False).update(holder=holder, lease_until=lease_until())
+
+
+def alive(*, holder: str = HOLDER) -> None:
+    """Renew (or take) this worker's lease: it lives for LEASE_SECONDS more."""
+    name, until = WORKER + holder, lease_until()
+    if not Lease.objects.filter(name=name).update(holder=holder, expires_at=until):
+        Lease.objects.bulk_create([Lease(name=name, holder=holder, expires_at=until)], ignore_conflicts=True)
+
+
+def live_workers() -> QuerySet[Lease]:
+    """The holders whose worker lives (a subquery)."""
+    return Lease.objects.filter(name__startswith=WORKER, expires_at__gte=timezone.now()).values("holder")
+
+
+def leases_forget() -> int:
+    """Delete the leases of workers that stopped FORGET_SECONDS ago or more; how many."""
+    before = timezone.now() - timedelta(seconds=FORGET_SECONDS)
+    return Lease.objects.filter(name__startswith=WORKER, expires_at__lt=before).delete()[0]
+
+
+def lead(*, holder: str = HOLDER) -> bool:
+    """Take or keep the leader lease for LEASE_SECONDS; whether `holder` leads now. The row is made
+    on first use (a fresh database, a test's flushed one)."""
+    now = timezone.now()
+    mine = Q(holder=holder) | Q(expires_at__lt=now)
+    if Lease.objects.filter(mine, name=LEADER).update(holder=holder, expires_at=lease_until(now)):
+        return True
+    if Lease.objects.filter(name=LEADER).exists():
+        return False
+    Lease.objects.bulk_create([Lease(name=LEADER, holder=holder, expires_at=lease_until(now))],
+                              ignore_conflicts=True)  # of two first workers, one row: the second UPDATE says whose
+    return bool(Lease.objects.filter(mine, name=LEADER).update(holder=holder, expires_at=lease_until(now)))
+
+
+def leader() -> str | None:
+    """Who leads the watchdog now (None: nobody, or the last leader's lease ran out)."""
+    return Lease.objects.filter(name=LEADER, expires_at__gte=timezone.now()).values_list("holder", flat=True).first()
