@@ -13,6 +13,7 @@ from sweeps import configs as sweep_configs
 from sweeps.models import Sweep
 from sweeps.services import launch
 from tests.e2e._pages import no_js_errors
+from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,8 +27,8 @@ document.addEventListener("securitypolicyviolation", e => window.__violations.pu
 
 
 @pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("csp", password="pw-e2e-csp-123")
+def user():
+    return member("csp", "operator", password="pw-e2e-csp-123")  # may read, and launch
 
 
 @pytest.fixture
