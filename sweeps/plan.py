@@ -134,3 +134,12 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
             "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2",
             code="too_big")
     return planned
+
+
+def depth3_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                 person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> None:
+    """At depth 3, refuse a sweep too big to store (ValidationError, see sweep_plan) before anything
+    is stored; below depth 3 nothing to do (MAX_CHUNKS bounds it)."""
+    if depth == 3:
+        sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+                   source_name=source_name, **conditions)

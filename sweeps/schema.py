@@ -10,9 +10,8 @@ Rules:
   exports and `manage.py sweep` go through these two directions and no other.
 - A once scenario's second point, kind and label are stored as 0, "" and "" (NULLs would not collide
   in the unique identity) and read back as None; so are a once or twice scenario's third point's.
-  A waiting scenario's outcome (duplicates to
-  calls_plus) is stored as 0 and read back as None: its tallies so far are no outcome (it has not
-  made its calls yet: its calls+ would be negative).
+  A waiting scenario's outcome (duplicates to calls_plus) is stored as 0 and read back as None: its
+  tallies so far are no outcome (it has not made its calls yet: its calls+ would be negative).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
-from sweeps.plan import sweep_plan
+from sweeps.plan import depth3_check
 from sweeps.services import taskqueue
 
 
@@ -31,9 +31,8 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
         if existing is not None:
             return existing
     name, notes = clean_name_notes(name, notes)
-    if depth == 3:  # its size grows as the points cubed: refused here when too big (sweeps.plan)
-        sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
-                   source_name=source_name, **conditions)
+    depth3_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+                 source_name=source_name, **conditions)
     planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
     try:
         with transaction.atomic():

@@ -105,7 +105,7 @@ def test_launch_custom_with_choices_is_valid():
 
 
 @pytest.mark.parametrize("field,value", [
-    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "3"), ("person", "nobody"),
+    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "4"), ("person", "nobody"),
     ("preset", "all"), ("job", "other"), ("request_token", ""), ("request_token", "x" * 40),
 ])
 def test_launch_out_of_range_values(field, value):

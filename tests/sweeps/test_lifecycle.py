@@ -146,7 +146,8 @@ def test_planning_stores_and_enqueues_nothing(enqueued):
     assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []
 
 
-@pytest.mark.parametrize("bad", [{"depth": 3}, {"runs": 0}, {"configs": []}, {"person": "robot"},
+@pytest.mark.parametrize("bad", [{"depth": 4}, {"depth": 3, "person": "queue"}, {"runs": 0}, {"configs": []},
+                                 {"person": "robot"},
                                  {"job_source": '{"name": "x"}'}, {"job_source": None}])
 def test_planning_bad_settings_raises_as_creating_does(bad):
     with pytest.raises(ValidationError):

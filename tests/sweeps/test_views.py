@@ -244,7 +244,8 @@ def test_launch_of_the_built_in_job_with_a_file_chosen_is_refused(auth):
     {"job": "nope"},
     {"preset": "custom", "designs": [], "trackers": ["keyed"]},
     {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
-    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "3"}, {"person": "robot"},
+    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "4"}, {"depth": "3", "person": "queue"},
+    {"person": "robot"},
     {"crash_model": "earthquake"}, {"fsync": "maybe"}, {"tracker_fault": "flaky"},
     {"request_token": "not-a-uuid"},
 ], ids=lambda c: ",".join(c))
