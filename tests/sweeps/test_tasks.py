@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from django.db import connection
 
-from agentcore import jobs
+from agentcore import designs, jobs, report
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
-from sweeps import selectors, tasks
+from sweeps import schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, questions, taskqueue
 from sweepsite.celery import app
@@ -129,3 +131,40 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scr
     assert sweep.total_chunks == Chunk.objects.filter(sweep=sweep, stored=True).count()
     assert [r.to_dict() for r in selectors.sweep_table(sweep)] == agentcore_table
     assert sweep.table == agentcore_table
+
+
+ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"},
+                 {"name": "markers, keyless", "design": "markers", "tracker": "keyless"}]
+
+
+def depth3_through_workers(wait_until):
+    """A depth-3 sweep of two configurations by the workers, and agentcore's sweep of them in process."""
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                configs=ONCE_PER_TURN, depth=3)
+    wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+    cfgs = [agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
+            for c in ONCE_PER_TURN]
+    return sweep, agentsweep.sweep(cfgs, depth=3, workers=2)
+
+
+def test_a_depth_3_sweep_by_real_workers_stores_agentcore_s_records_and_table(celery_workers, wait_until):
+    sweep, result = depth3_through_workers(wait_until)
+    stored = [schema.row_record(schema.instance_values(s)).to_dict()
+              for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)]
+    assert stored == [dataclasses.replace(r, timeline=None, effects=None).to_dict() for recs in result.records
+                      for r in recs]
+    assert sum(r.third_point is not None for recs in result.records for r in recs) > 2000
+    rows = selectors.sweep_table(sweep)
+    assert [r.to_dict() for r in rows] == [r.to_dict() for r in result.rows] == sweep.table
+    assert report.render(rows, "text") == report.render(result.rows, "text")  # with its thrice column
+    assert "thrice" in report.render(rows, "text").splitlines()[0]
+
+
+@pytest.mark.services
+def test_a_depth_3_sweep_on_postgresql_and_redis_stores_agentcore_s_table(celery_workers, wait_until):
+    assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
+    sweep, result = depth3_through_workers(wait_until)
+    assert sweep.table == [r.to_dict() for r in result.rows]
+    assert Scenario.objects.filter(sweep=sweep).count() == result.scenarios
