@@ -100,3 +100,49 @@ def test_the_heatmap_with_every_metric_stays_small(big, client):
     """Both maps carry all four metrics (a new colour needs no request): the page stays under 1.5 MB."""
     _, page = median_ms(client, reverse("sweeps:heatmap", args=[big.pk]) + "?config=4")
     assert len(page.encode()) < 1_500_000
+
+
+# A depth-3 sweep of 100,000 rows: 4 configurations x 25 first points x (the once scenario, 27 twice
+# scenarios and 36 thrice scenarios after each).
+@pytest.fixture(scope="module")
+def deep(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        sweep = _data.big_sweep(configs_n=4, firsts=25, per_first=28, thirds=36)
+        assert Scenario.objects.filter(sweep=sweep).count() == ROWS
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cur:
+                cur.execute(f"VACUUM ANALYZE {Scenario._meta.db_table}")
+                cur.execute(f"VACUUM ANALYZE {Chunk._meta.db_table}")
+    yield sweep
+    with django_db_blocker.unblock(), connection.cursor() as cur:
+        for model in (Scenario, Chunk):
+            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE sweep_id = %s", [sweep.pk])
+        Sweep.objects.filter(pk=sweep.pk).delete()
+
+
+DEEP_PAGES = [
+    ("sweeps:detail", ""),
+    ("sweeps:progress", ""),
+    ("sweeps:heatmap", "?config=2"),
+    ("sweeps:heatmap", "?config=3&first=7&second=20&metric=asks"),  # the third-point map
+    ("sweeps:scenarios", "?thrice=yes&page=500"),
+    ("sweeps:scenarios", "?config=1&third_point=30&has_dups=yes"),
+    ("sweeps:scenarios", "?twice=yes&thrice=no&sum=duplicates"),  # the table's twice number at depth 3
+]
+
+
+@pytest.mark.parametrize("name,query", DEEP_PAGES, ids=[f"{n.split(':')[1]}{q}" for n, q in DEEP_PAGES])
+def test_a_depth_3_sweep_s_page_answers_within_budget(deep, client, name, query):
+    ms, page = median_ms(client, reverse(name, args=[deep.pk]) + query)
+    assert ms < BUDGET_MS
+    if "first=7" in query:
+        assert 'id="fig-third"' in page
+
+
+def test_a_depth_3_sweep_s_table_counts_its_thrice_scenarios(deep, client):
+    _, page = median_ms(client, reverse("sweeps:detail", args=[deep.pk]))
+    assert f'<strong id="scenarios">{ROWS}</strong>' in page and ">thrice</th>" in page
+    Sweep.objects.filter(pk=deep.pk).update(table=None)
+    ms, page = median_ms(client, reverse("sweeps:compare") + f"?a={deep.pk}&b={deep.pk}")
+    assert ms < BUDGET_MS
+    assert '<strong id="changed-count">0</strong> of 4 configurations differ' in page
