@@ -30,6 +30,12 @@ class Plan:
     exact: bool
     configs: tuple[tuple[str, int, int], ...]  # (name, chunks, scenarios) per configuration
 
+    @property
+    def shown(self) -> int:
+        """The scenarios as a page says them: an estimate to 3 significant figures (more would claim
+        a precision it has not)."""
+        return self.scenarios if self.exact else int(float(f"{self.scenarios:.3g}"))
+
 
 def _restart_points(cfg: agentsweep.Config, first: int) -> int:
     """How many points the restart reaches after a crash at `first`: the chunk's twice scenarios."""
@@ -130,7 +136,7 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     if depth == 3 and planned.scenarios > MAX_DEPTH3_SCENARIOS:
         about = "" if planned.exact else "about "
         raise ValidationError(
-            f"this sweep has {about}{planned.scenarios:,} scenarios at depth 3, more than the {MAX_DEPTH3_SCENARIOS:,} "
+            f"this sweep has {about}{planned.shown:,} scenarios at depth 3, more than the {MAX_DEPTH3_SCENARIOS:,} "
             "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2",
             code="too_big")
     return planned

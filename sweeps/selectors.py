@@ -167,19 +167,26 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
 
     Work is weighed per chunk, not counted in chunks: at depth 2 a chunk holds one twice scenario per
     point its restart reaches, about n - f + 1 for first point f of a configuration of n points (1 per
-    chunk at depth 1). Left = (weight left) / (weight stored in the last ETA_WINDOW seconds, or since
-    the launch if that is shorter, per second)."""
+    chunk at depth 1); at depth 3 as many thrice scenarios for each of those, about (n - f + 1)^2.
+    Left = (weight left) / (weight stored in the last ETA_WINDOW seconds, or since the launch if that
+    is shorter, per second)."""
     window = min(ETA_WINDOW, elapsed)
     recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
+    squared = F("first_point") * F("first_point")
     # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.
     rows = (Chunk.objects.filter(sweep=sweep, second_from=0).order_by().values("config")
             .annotate(points=Max("first_point"), chunks=Count("id"), chunks_stored=Count("id", filter=Q(stored=True)),
                       firsts_stored=Sum("first_point", filter=Q(stored=True)), chunks_recent=Count("id", filter=recent),
-                      firsts_recent=Sum("first_point", filter=recent)))
+                      firsts_recent=Sum("first_point", filter=recent),
+                      squares_stored=Sum(squared, filter=Q(stored=True)), squares_recent=Sum(squared, filter=recent)))
     done = total = lately = 0
     for r in rows:
-        if sweep.depth == 2:
-            n = r["points"]
+        n = r["points"]
+        if sweep.depth == 3:  # sum of (n + 1 - f)^2 over the chunks' first points f
+            total += n * (n + 1) * (2 * n + 1) // 6
+            done += _squares(n, r["chunks_stored"], r["firsts_stored"], r["squares_stored"])
+            lately += _squares(n, r["chunks_recent"], r["firsts_recent"], r["squares_recent"])
+        elif sweep.depth == 2:
             total += n * (n + 1) // 2
             done += r["chunks_stored"] * (n + 1) - (r["firsts_stored"] or 0)
             lately += r["chunks_recent"] * (n + 1) - (r["firsts_recent"] or 0)
@@ -191,6 +198,12 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
         return None
     left = window * (total - done) / lately
     return round(left * ETA_RANGE[0], 1), round(left, 1), round(left * ETA_RANGE[1], 1)
+
+
+def _squares(n: int, chunks: int, firsts: int | None, squares: int | None) -> int:
+    """The sum of (n + 1 - f)^2 over `chunks` first points f whose sum is `firsts` and whose squares sum
+    to `squares`."""
+    return chunks * (n + 1) ** 2 - 2 * (n + 1) * (firsts or 0) + (squares or 0)
 
 
 def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
