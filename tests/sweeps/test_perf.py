@@ -1,5 +1,5 @@
 """With 100,000 scenario rows stored, the sweep page, heatmaps, scenario list and compare page answer in
-under 150 ms.
+under 150 ms; so do a depth-3 sweep's (its third-point map and filters too).
 
 The rows (10 configurations x 100 first points x 100 scenarios each: the once scenario and 99 twice
 scenarios) are bulk-created once for the module. Each page is requested once to warm up, then
@@ -27,10 +27,10 @@ BUDGET_MS = 150
 REPEATS = 5
 
 
-@pytest.fixture(scope="module")
-def big(django_db_setup, django_db_blocker):
+def stored_for_the_module(django_db_blocker, **shape):
+    """A big sweep (_data.big_sweep's `shape`) of ROWS rows while the module's tests run, then deleted."""
     with django_db_blocker.unblock():
-        sweep = _data.big_sweep(configs_n=10, firsts=100, per_first=100)
+        sweep = _data.big_sweep(**shape)
         assert Scenario.objects.filter(sweep=sweep).count() == ROWS
         if connection.vendor == "postgresql":  # what autovacuum does soon after a bulk insert
             with connection.cursor() as cur:
@@ -41,6 +41,11 @@ def big(django_db_setup, django_db_blocker):
         for model in (Scenario, Chunk):
             cur.execute(f"DELETE FROM {model._meta.db_table} WHERE sweep_id = %s", [sweep.pk])
         Sweep.objects.filter(pk=sweep.pk).delete()
+
+
+@pytest.fixture(scope="module")
+def big(django_db_setup, django_db_blocker):
+    yield from stored_for_the_module(django_db_blocker, configs_n=10, firsts=100, per_first=100)
 
 
 def median_ms(client: Client, url: str) -> tuple[float, str]:
@@ -106,18 +111,7 @@ def test_the_heatmap_with_every_metric_stays_small(big, client):
 # scenarios and 36 thrice scenarios after each).
 @pytest.fixture(scope="module")
 def deep(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        sweep = _data.big_sweep(configs_n=4, firsts=25, per_first=28, thirds=36)
-        assert Scenario.objects.filter(sweep=sweep).count() == ROWS
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cur:
-                cur.execute(f"VACUUM ANALYZE {Scenario._meta.db_table}")
-                cur.execute(f"VACUUM ANALYZE {Chunk._meta.db_table}")
-    yield sweep
-    with django_db_blocker.unblock(), connection.cursor() as cur:
-        for model in (Scenario, Chunk):
-            cur.execute(f"DELETE FROM {model._meta.db_table} WHERE sweep_id = %s", [sweep.pk])
-        Sweep.objects.filter(pk=sweep.pk).delete()
+    yield from stored_for_the_module(django_db_blocker, configs_n=4, firsts=25, per_first=28, thirds=36)
 
 
 DEEP_PAGES = [
