@@ -1313,3 +1313,25 @@ def test_compare_shows_thrice_when_a_sweep_has_depth_3(client, deep, sweep):
     page = text(client.get(reverse("sweeps:compare") + f"?a={sweep.pk}&b={deep.pk}"))
     assert page.count('<th class="num">thrice</th>') == 2  # on both sides
     assert "Different depth: 2 in A, 3 in B." in page
+
+
+def test_the_chapter_s_table_at_depth_3_is_launched_from_the_form(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(depth="3"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and r["Location"] == reverse("sweeps:detail", args=[sweep.pk])
+    assert (sweep.depth, sweep.total_chunks, len(sweep.configs)) == (3, 412, 11)
+
+
+def test_a_depth_3_launch_too_big_to_store_is_a_form_error_saying_its_size_and_stores_nothing(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(depth="3", runs="2"))
+    assert r.status_code == 400
+    assert "scenarios at depth 3, more than the 1,000,000 a depth-3 sweep may have" in text(r)
+    assert Sweep.objects.count() == Chunk.objects.count() == 0
+
+
+def test_the_planned_size_of_a_depth_3_launch_counts_its_thrice_scenarios_or_refuses_it(auth):
+    plan = auth.post(reverse("sweeps:plan"), launch_data(depth="3")).json()
+    assert plan["chunks"] == 412 and plan["exact"] is False and abs(plan["scenarios"] - 167_971) < 3_400
+    assert plan["text"].startswith("412 chunks · about 167,000 scenarios")
+    r = auth.post(reverse("sweeps:plan"), launch_data(depth="3", runs="2"))
+    assert r.status_code == 400 and "more than the 1,000,000" in r.json()["errors"][0]
