@@ -212,22 +212,32 @@ def resume(cfg: Config, durable: Durable | dict[str, Any], answers: dict[str, bo
 
 
 def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str, bool] | None = None,
-           once_answers: dict[str, bool] | None = None) -> Played:
+           once_answers: dict[str, bool] | None = None, third: int | None = None) -> Played:
     """Play a scenario again, with its timeline and effects (sweeps are deterministic): crashed at
-    `first`, and in a twice scenario at `second` of the restart, with the answers its questions got.
+    `first`, and in a twice scenario at `second` of the restart, and in a thrice scenario (depth 3,
+    the scripted person's) at `third` of the second restart, with the answers its questions got.
 
     A twice scenario starts its last process from the state noted at `second` of the once
     scenario's restart, as the sweep started it: with a queue person that restart reaches
     `second` with the once scenario's answers (`once_answers`), which are not the twice
-    scenario's own (an ask number can be both scenarios' with a different truth)."""
+    scenario's own (an ask number can be both scenarios' with a different truth). A thrice
+    scenario starts from the state its twice scenario's restart noted at `third`, in the same way."""
     if second is None:
         return play(cfg, (first,), Options(timeline=True), answers=answers)
     once = play(cfg, (first,), Options(points=True, timeline=True, notes=True), answers=once_answers)
-    notes = once.restarts or []
-    if second > len(notes):
-        raise ValueError(f"{cfg.label}: the restart after point {first} reaches {len(notes)} points with these "
-                         f"answers, not {second}")
-    restart = once.processes[1].points
+    kind, note = _noted(cfg, once, 1, second, f"the restart after point {first}")
+    if third is None:
+        return _twice(cfg, (first, second), kind, note, Options(timeline=True), None, answers)
+    twice = _twice(cfg, (first, second), kind, note, Options(points=True, timeline=True, notes=True), None)
+    kind3, note3 = _noted(cfg, twice, -1, third, f"the restart after points {first} and {second}")
+    return _twice(cfg, (first, second, third), kind3, note3, Options(timeline=True), None)
+
+
+def _noted(cfg: Config, p: Played, process: int, point: int, what: str) -> tuple[str, Durable]:
+    """The kind of a restart's `point` (process `process` of `p`) and the state noted there."""
+    notes = p.restarts or []
+    if point > len(notes):
+        raise ValueError(f"{cfg.label}: {what} reaches {len(notes)} points with these answers, not {point}")
+    restart = p.processes[process].points
     assert restart is not None
-    return _twice(cfg, (first, second), restart[second - 1][0], notes[second - 1], Options(timeline=True), None,
-                  answers)
+    return restart[point - 1][0], notes[point - 1]

@@ -39,10 +39,11 @@ class ChunkAdmin(admin.ModelAdmin):
 
 @admin.register(Scenario)
 class ScenarioAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep_id", "config", "design", "tracker", "first_point", "second_point", "duplicates",
-                    "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus", "status")
+    list_display = ("id", "sweep_id", "config", "design", "tracker", "first_point", "second_point", "third_point",
+                    "duplicates", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus",
+                    "status")
     list_filter = ("status", "tracker", "design", "first_kind")
-    search_fields = ("first_label", "second_label")
+    search_fields = ("first_label", "second_label", "third_label")
     raw_id_fields = ("sweep",)
     readonly_fields = ("timeline", "effects")
     show_full_result_count = False  # no COUNT(*) over every row on each page

@@ -217,6 +217,51 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
     }
 
 
+def third_figure(cells: Iterable[Mapping[str, Any]], config_name: str, pair: tuple[int, int],
+                 pair_labels: tuple[str, str], metric: str) -> dict[str, Any]:
+    """A depth-3 sweep's thrice scenarios of one (first, second) pair of a configuration: third
+    crash point (x, in the second restart, each tick naming its kind) in one row of cells.
+
+    cells: {"id", "third_point", "third_label"} and each metric's value; one cell is one scenario,
+    whose ID its customdata carries (with its label) so that a click opens it. `pair_labels` are the
+    first and second points' labels (the title and hover name them). Carries "metrics" as
+    design_first_figure does."""
+    cells = list(cells)
+    width = max((c["third_point"] for c in cells), default=0)
+    grids: dict[str, Grid] = {m: [[None] * width] for m in METRIC_TITLES}
+    text: list[list[str | None]] = [[None] * width]
+    custom: list[list[list[Any] | None]] = [[None] * width]
+    ticks = [""] * width
+    for c in cells:
+        third = c["third_point"]
+        if third >= 1:
+            for m, z in grids.items():
+                z[0][third - 1] = c.get(m) or 0
+            custom[0][third - 1] = [plotly_text(c.get("third_label") or ""), c.get("id")]
+            text[0][third - 1] = kind_code(c.get("third_label"))
+            ticks[third - 1] = plotly_text(f"{third} {kind_of(c.get('third_label'))}")
+    first, second = pair
+    where = f"first {first}: {plotly_text(pair_labels[0])}<br>second {second}: {plotly_text(pair_labels[1])}<br>"
+    views = _metric_views(grids, lambda t: f"{plotly_text(config_name)}: third crash points after {first} and "
+                                           f"{second} ({t})",
+                          lambda t: (where + "third %{x}: %{customdata[0]}<br>" + t
+                                     + ": %{z}<br>scenario %{customdata[1]} (click: its timeline)<extra></extra>"))
+    view = views.get(metric) or views["duplicates"]
+    return {
+        "data": [_trace(view, x=list(range(1, width + 1)), y=[f"{first} × {second}"], customdata=custom,
+                        **_cell_text(text, len(cells)))],
+        "layout": {
+            "title": {"text": view["relayout"]["title.text"]},
+            "xaxis": {"title": {"text": "third crash point (in the second restart)", "standoff": 12},
+                      "tickmode": "array", "tickvals": list(range(1, width + 1)), "ticktext": ticks,
+                      "tickangle": -90, "automargin": True, "zeroline": False, "showgrid": False},
+            "yaxis": {"title": {"text": "first × second"}, "automargin": True, "zeroline": False, "showgrid": False},
+            "plot_bgcolor": GAP_COLOR, "height": 300, "margin": {"t": 50, "r": 20, "b": 50},
+        },
+        "metrics": views,
+    }
+
+
 def to_json(fig: Mapping[str, Any]) -> str:
     """The figure as compact JSON for Plotly.newPlot (plain values: no Plotly encoder needed)."""
     return json.dumps(fig, separators=(",", ":"))

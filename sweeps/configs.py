@@ -188,6 +188,8 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
           f"depth must be {' or '.join(map(str, DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
+    check(depth < 3 or person == Sweep.Person.SCRIPTED,
+          "depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 at most")
     clean_conditions(*conditions)
     return job
 

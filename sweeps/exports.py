@@ -11,8 +11,11 @@ Rules:
   line "crash model: power-cut, fsync off, tracker fault: ttl:5" (agentcore's words: what is not at
   its default) and a blank line. Markdown shows a column the chapter has not (wrong, gave up, denied
   ran, avoidable) only when a row has one, as agentcore.report does; CSV and JSON carry every column.
-- A scenario row carries the same condition fields after its configuration's name; the comparison CSV
-  carries each sweep's conditions in words.
+- A scenario row carries the same condition fields after its configuration's name; a depth-3 sweep's
+  rows carry the third point (third_point, third_kind, third_label) after the second's, empty but in a
+  thrice scenario, and a depth-1 or 2 sweep's rows have no such fields (as agentcore's records). The
+  table's CSV has thrice after twice when a row has some (agentcore.records.columns, as the CLI's
+  CSV). The comparison CSV carries each sweep's conditions in words, and each column of the page's.
 - CSV cells are safe to open in a spreadsheet program: a text cell that starts with =, +, -, @, a tab
   or a carriage return (a formula, or what a program takes for one: OWASP's "CSV injection") is
   written with a ' in front (`spreadsheet_cell`), which the program shows and does not run. Numbers
@@ -32,9 +35,10 @@ from typing import Any
 
 from agentcore.config import conditions as agent_conditions
 from agentcore.records import COLUMNS, TableRow
+from agentcore.records import columns as table_columns
 from agentcore.report import render
 from sweeps.configs import Conditions
-from sweeps.schema import RECORD_FIELDS
+from sweeps.schema import RECORD_FIELDS, TWICE_FIELDS
 
 # URL suffix -> (agentcore.report format, content type)
 TABLE_FORMATS: dict[str, tuple[str, str]] = {
@@ -49,8 +53,17 @@ ROW_FORMATS: dict[str, str] = {
 }
 # The sweep's conditions as exported fields (the names of agentcore.config.Config's fields).
 CONDITION_FIELDS = Conditions._fields
-# A scenario row's columns: where it comes from, then the agentcore record's fields in order.
-ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *RECORD_FIELDS)
+# A scenario row's columns: where it comes from, then the agentcore record's fields in order; a depth-3
+# sweep's with the third point's.
+ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *TWICE_FIELDS)
+THRICE_ROW_FIELDS = ("sweep", "config", "config_name", *CONDITION_FIELDS, *RECORD_FIELDS)
+
+
+def row_fields(depth: int) -> tuple[str, ...]:
+    """The scenario rows' columns of a sweep of this depth."""
+    return THRICE_ROW_FIELDS if depth == 3 else ROW_FIELDS
+
+
 BATCH = 500
 # RFC 4180's line end: with it, Python's csv module quotes a cell holding a carriage return (with "\n"
 # alone it writes a bare \r, which readers take for the end of the line).
@@ -88,8 +101,9 @@ def table_text(rows: Sequence[TableRow], suffix: str, conditions: Conditions) ->
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator=CSV_LINE_END)
-        writer.writerow(("name", *COLUMNS, *CONDITION_FIELDS))
-        writer.writerows(_cells((r.name, *r.values(), *values.values())) for r in rows)
+        columns = table_columns(rows)
+        writer.writerow(("name", *columns, *CONDITION_FIELDS))
+        writer.writerows(_cells((r.name, *r.values(columns), *values.values())) for r in rows)
         return out.getvalue()
     if fmt == "json":
         return json.dumps([{**r.to_dict(), **values} for r in rows], indent=2) + "\n"
@@ -107,22 +121,24 @@ def _batched(lines: Iterable[str], size: int = BATCH) -> Iterator[str]:
         yield "".join(buf)
 
 
-def _with_conditions(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[list[Any]]:
-    """Each row's values in ROW_FIELDS order, the sweep's conditions (see the rules) in their places."""
+def _with_conditions(rows: Iterable[Mapping[str, Any]], conditions: Conditions,
+                     fields: Sequence[str]) -> Iterator[list[Any]]:
+    """Each row's values in `fields` order, the sweep's conditions (see the rules) in their places."""
     values = condition_values(conditions)
     for r in rows:
-        yield [values[f] if f in values else r.get(f) for f in ROW_FIELDS]
+        yield [values[f] if f in values else r.get(f) for f in fields]
 
 
-def rows_csv(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[str]:
-    """A header of ROW_FIELDS, then one line per row (None as an empty cell)."""
+def rows_csv(rows: Iterable[Mapping[str, Any]], conditions: Conditions, depth: int = 2) -> Iterator[str]:
+    """A header of row_fields(depth), then one line per row (None as an empty cell)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
+    fields = row_fields(depth)
 
     def lines() -> Iterator[str]:
-        writer.writerow(ROW_FIELDS)
+        writer.writerow(fields)
         yield _take(out)
-        for values in _with_conditions(rows, conditions):
+        for values in _with_conditions(rows, conditions, fields):
             writer.writerow(_cells("" if v is None else v for v in values))
             yield _take(out)
 
@@ -136,10 +152,11 @@ def _take(out: io.StringIO) -> str:
     return text
 
 
-def rows_jsonl(rows: Iterable[Mapping[str, Any]], conditions: Conditions) -> Iterator[str]:
-    """One JSON object per line, keys in ROW_FIELDS order."""
-    return _batched(json.dumps(dict(zip(ROW_FIELDS, values, strict=True))) + "\n"
-                    for values in _with_conditions(rows, conditions))
+def rows_jsonl(rows: Iterable[Mapping[str, Any]], conditions: Conditions, depth: int = 2) -> Iterator[str]:
+    """One JSON object per line, keys in row_fields(depth) order."""
+    fields = row_fields(depth)
+    return _batched(json.dumps(dict(zip(fields, values, strict=True))) + "\n"
+                    for values in _with_conditions(rows, conditions, fields))
 
 
 def filename(sweep_id: int, what: str, suffix: str) -> str:
@@ -153,8 +170,10 @@ def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_condi
     where a sweep lacks the row), then each sweep's conditions in words ("power-cut, fsync off")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
+    rows = list(rows)
+    columns = [c["column"] for c in rows[0]["cells"]] if rows else list(COLUMNS)
     writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
-                     *(f"{c}_{side}" for c in COLUMNS for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
+                     *(f"{c}_{side}" for c in columns for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
     words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")

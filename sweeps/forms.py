@@ -145,7 +145,8 @@ class LaunchForm(forms.Form):
                                         required=False, widget=forms.CheckboxSelectMultiple)
     trackers = forms.MultipleChoiceField(choices=[(m, m) for m in MODES], required=False,
                                          widget=forms.CheckboxSelectMultiple, label="tracker modes")
-    depth = forms.TypedChoiceField(choices=[(1, "1: crash once"), (2, "2: crash once, then again in the restart")],
+    depth = forms.TypedChoiceField(choices=[(1, "1: crash once"), (2, "2: crash once, then again in the restart"),
+                                            (3, "3: and again in the second restart (scripted person)")],
                                    coerce=int, initial=2)
     runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=1,
                               help_text=f"job runs in sequence (1 to {MAX_RUNS})")
@@ -215,6 +216,9 @@ class LaunchForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if data.get("depth") == 3 and data.get("person") == Sweep.Person.QUEUE:
+            self.add_error("depth", "depth 3 needs the scripted person: a question queue pauses scenarios at "
+                                    "depth 2 at most")
         if data.get("job") == "triage" and data.get("job_file") is not None:
             # Never run the built-in job while the person believes their file is being swept.
             self.add_error("job_file", "a job file was chosen, but \"the built-in triage job\" is selected: "
@@ -258,7 +262,10 @@ class ScenarioFilterForm(forms.Form):
     first_point = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False, label="first point")
     second_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False, label="second point",
                                       help_text="0: the once scenario")
+    third_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False, label="third point",
+                                     help_text="0: a once or twice scenario (depth 3)")
     twice = _yes_no("twice")
+    thrice = _yes_no("thrice")
     has_dups = _yes_no("has duplicates")
     asked = _yes_no("asked")
     missing = _yes_no("missing effects")
@@ -275,13 +282,18 @@ class ScenarioFilterForm(forms.Form):
                             widget=forms.HiddenInput)
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
-    FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups",
-               "asked", "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran", "avoidable", "status")
+    FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "third_point", "twice",
+               "thrice", "has_dups", "asked", "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran",
+               "avoidable", "status")
+    THIRD = ("third_point", "thrice")  # a depth-3 sweep's filters
 
     def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sweep = sweep
         self.fields["config"].choices = [("", "any")] + [(str(i), c["name"]) for i, c in enumerate(sweep.configs)]
+        if sweep.depth != 3:  # no thrice scenario: no third-point filters (the parameters are ignored)
+            for name in self.THIRD:
+                del self.fields[name]
 
     def filters(self) -> dict[str, Any]:
         """The cleaned filters (without the page), None for "any"."""
@@ -292,6 +304,9 @@ class ScenarioFilterForm(forms.Form):
 class HeatmapForm(forms.Form):
     metric = forms.ChoiceField(choices=[(m, m) for m in METRICS], required=False)
     config = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, choices=[])
+    # A depth-3 sweep's (first, second) pair of the configuration, whose third points the third map shows.
+    first = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False, label="first point")
+    second = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False, label="second point")
 
     def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -303,6 +318,17 @@ class HeatmapForm(forms.Form):
     def clean_config(self) -> int:
         v = self.cleaned_data.get("config")
         return 0 if v is None else v
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if (data.get("first") is None) != (data.get("second") is None):
+            raise forms.ValidationError("choose a first and a second point (both) for the third-point map")
+        return data
+
+    def pair(self) -> tuple[int, int] | None:
+        """The (first, second) pair chosen (after is_valid()), or None."""
+        first, second = self.cleaned_data.get("first"), self.cleaned_data.get("second")
+        return None if first is None or second is None else (first, second)
 
 
 class SweepNotesForm(forms.ModelForm):

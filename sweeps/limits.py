@@ -13,9 +13,9 @@ from agentcore import limits as agentlimits
 
 # --- what a launch may ask for -----------------------------------------------------------------
 
-# Crash depth (1: crash once; 2: and again in the restart): agentcore's depth 3 is the CLI's alone
-# until the dashboard stores and draws a third point.
-DEPTHS = tuple(d for d in agentlimits.SWEEP_DEPTHS if d <= 2)
+# Crash depth (1: crash once; 2: and again in the restart; 3: and in the second restart too), as
+# agentcore's. Depth 3 needs the scripted person (agentcore: a queue person pauses depth 2 at most).
+DEPTHS = agentlimits.SWEEP_DEPTHS
 # Job runs in sequence. agentcore's CLI takes up to 100; the dashboard stops at 10: a 10-run table is
 # about 814,000 scenario rows already (the planned size shows it before launching).
 MAX_RUNS = 10
@@ -23,6 +23,10 @@ MAX_CONFIGS = 64
 # A sweep's size grows with (crash points)^2 per configuration: past this many first points in all,
 # launching is refused with a message instead of planning for minutes (the 11-row table has 412).
 MAX_CHUNKS = 5000
+# A depth-3 sweep grows as (crash points)^3 per configuration, which MAX_CHUNKS does not bound: past
+# this many planned scenarios (sweeps.plan's count or estimate) it is refused before anything is
+# stored. The triage table at depth 3 is 167,971; the largest depth-2 sweep (a 10-run table) 814,560.
+MAX_DEPTH3_SCENARIOS = 1_000_000
 # A sweep's name and notes (the person's words), and a configuration's name.
 MAX_NAME = 200
 MAX_NOTES = 10_000

@@ -2,8 +2,9 @@
 
 Rules:
 - A scenario row is one agentcore ScenarioRecord. Its identity (sweep, config, first point, second
-  point) is unique, so storing a chunk twice is a no-op: a killed worker loses and doubles nothing.
-  `second_point` is 0 for a once scenario (NULLs would not collide in a unique constraint).
+  point, third point) is unique, so storing a chunk twice is a no-op: a killed worker loses and
+  doubles nothing. `second_point` is 0 for a once scenario, `third_point` for all but a depth-3
+  sweep's thrice scenarios (NULLs would not collide in a unique constraint).
   A waiting scenario's outcome columns (duplicates to calls_plus) are 0 until its resume stores
   its outcome: its tallies so far are none (it has not made its calls yet); pages show "—".
 - A chunk is a (sweep, config, first point) crash point. `stored` is set in the same transaction
@@ -183,6 +184,9 @@ class Scenario(models.Model):
     second_point = models.PositiveIntegerField(default=0)
     second_kind = models.CharField(max_length=40, blank=True)
     second_label = models.CharField(max_length=300, blank=True)
+    third_point = models.PositiveIntegerField(default=0)
+    third_kind = models.CharField(max_length=40, blank=True)
+    third_label = models.CharField(max_length=300, blank=True)
     duplicates = models.PositiveIntegerField(default=0)
     missing = models.PositiveIntegerField(default=0)
     wrong = models.PositiveIntegerField(default=0)
@@ -200,7 +204,7 @@ class Scenario(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_point"],
+            models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_point", "third_point"],
                                     name="scenario_identity")
         ]
         # Two indexes only: each one costs every one of a sweep's ~10,000 inserted rows (five more, one
@@ -212,10 +216,12 @@ class Scenario(models.Model):
             # outcome the table sums. Without wrong..avoidable in it (measured, CPU ms per page at
             # 100,000 rows) the sweep page took 50 ms instead of 38, compare 93 instead of 67, the
             # heatmap 104 instead of 88; storing 10,000 rows cost the same within noise.
-            models.Index(fields=["sweep", "config", "first_point", "second_point", "duplicates", "missing", "wrong",
-                                 "gave_up", "denied_ran", "asks", "avoidable", "calls_plus"], name="scenario_metrics"),
+            # The third point (0 but in a depth-3 sweep's thrice scenarios) counts them apart from the twice ones.
+            models.Index(fields=["sweep", "config", "first_point", "second_point", "third_point", "duplicates",
+                                 "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus"],
+                         name="scenario_metrics"),
         ]
-        ordering = ["sweep", "config", "first_point", "second_point"]
+        ordering = ["sweep", "config", "first_point", "second_point", "third_point"]
 
 
 class Question(models.Model):

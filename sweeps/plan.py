@@ -1,16 +1,23 @@
 """The planned size of a sweep, before anything is stored or enqueued. Reads and writes nothing in
-the database: agentcore plays the crash points it needs (see sweeps.limits.PLAN_BUDGET)."""
+the database: agentcore plays the crash points it needs (see sweeps.limits.PLAN_BUDGET): at depth 2
+each first point's restart, at depth 3 each second point's restart as well. A depth-3 sweep too big
+to store (sweeps.limits.MAX_DEPTH3_SCENARIOS) is refused here, before launching."""
 
 from __future__ import annotations
 
 import itertools
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from django.core.exceptions import ValidationError
+
 from agentcore import sweep as agentsweep
+from agentcore.trackerfault import full_play
 from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings, conditions_from
-from sweeps.limits import PLAN_BUDGET, PLAN_MIN_SAMPLES
+from sweeps.limits import MAX_DEPTH3_SCENARIOS, PLAN_BUDGET, PLAN_MIN_SAMPLES
 from sweeps.models import Sweep
 
 
@@ -23,6 +30,12 @@ class Plan:
     exact: bool
     configs: tuple[tuple[str, int, int], ...]  # (name, chunks, scenarios) per configuration
 
+    @property
+    def shown(self) -> int:
+        """The scenarios as a page says them: an estimate to 3 significant figures (more would claim
+        a precision it has not)."""
+        return self.scenarios if self.exact else int(float(f"{self.scenarios:.3g}"))
+
 
 def _restart_points(cfg: agentsweep.Config, first: int) -> int:
     """How many points the restart reaches after a crash at `first`: the chunk's twice scenarios."""
@@ -31,18 +44,57 @@ def _restart_points(cfg: agentsweep.Config, first: int) -> int:
     return len(restart or ())
 
 
-def _twice_count(cfg: agentsweep.Config, n: int, samples: int) -> int:
-    """The twice scenarios of a configuration of n first points, from `samples` of them played
-    (every one when samples >= n) and straight lines between them."""
+EVERY = 2**31  # samples: every point
+
+
+def _spread(n: int, samples: int) -> list[int]:
+    """`samples` evenly spaced numbers of 1..n (every one when samples >= n)."""
     if samples >= n:
-        return sum(_restart_points(cfg, f) for f in range(1, n + 1))
-    at = sorted({round(1 + i * (n - 1) / (samples - 1)) for i in range(samples)})
-    got = {f: _restart_points(cfg, f) for f in at}
-    total = 0
+        return list(range(1, n + 1))
+    return sorted({round(1 + i * (n - 1) / (samples - 1)) for i in range(samples)})
+
+
+def _total(n: int, samples: int, count: Callable[[int], tuple[int, ...]]) -> tuple[int, ...]:
+    """count(1) + ... + count(n), each a tuple of counts, from `samples` of them played (every one
+    when samples >= n) and straight lines between them."""
+    at = _spread(n, samples)
+    if not at:
+        return ()
+    got = {f: count(f) for f in at}
+    totals = [0.0] * len(got[at[0]])
     for a, b in itertools.pairwise(at):
         for f in range(a, b):
-            total += got[a] + (got[b] - got[a]) * (f - a) / (b - a)
-    return round(total + got[at[-1]])
+            for i, (ya, yb) in enumerate(zip(got[a], got[b], strict=True)):
+                totals[i] += ya + (yb - ya) * (f - a) / (b - a)
+    return tuple(round(t + last) for t, last in zip(totals, got[at[-1]], strict=True))
+
+
+def _thrice_points(cfg: agentsweep.Config, first: int, samples: int) -> tuple[int, int]:
+    """After a crash at `first`: the restart's points (the chunk's twice scenarios) and the points
+    the restart after a second crash reaches, summed over them (its thrice scenarios), from
+    `samples` of the second points, as agentcore.chunks.run_chunk plays them (from the state noted
+    at the second point, or in full where the tracker crashes there)."""
+    once = agentsweep.play(cfg, (first,), agentsweep.Options(points=True, notes=True))
+    if once.restarts is None:
+        return 0, 0
+    restart = once.processes[1].points or []
+    deeper = agentsweep.Options(points=True, notes=True)
+
+    def third(q: int) -> tuple[int]:
+        kind = restart[q - 1][0]
+        twice = (agentsweep.play(cfg, (first, q), deeper, answers=once.restarts[q - 1].answers) if full_play(kind)
+                 else agentsweep.play(cfg, (), deeper, start=once.restarts[q - 1]))
+        return (len(twice.processes[-1].points or ()) if twice.restarts is not None else 0,)
+
+    thrice = _total(len(restart), samples, third)
+    return len(restart), thrice[0] if thrice else 0
+
+
+def _samples(depth: int, budget: int, configs: int, n: int) -> int:
+    """Points of each level to play per configuration of n points when counting every one is over
+    the budget: at depth 2 each first point costs about n steps, at depth 3 each (first, second) pair."""
+    share = budget // (configs * max(n, 1))
+    return max(PLAN_MIN_SAMPLES, share if depth == 2 else math.isqrt(share))
 
 
 @lru_cache(maxsize=32)
@@ -51,14 +103,18 @@ def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int
     planned = chunk_plan(job_source, [{"name": n, "design": d, "tracker": t} for n, d, t in configs], depth, runs,
                          person, source_name, conditions)
     npoints = planned.points
-    sampled = depth == 2 and sum(n * n for n in npoints) > budget
+    # Counting exactly plays about n^depth steps for a configuration of n points (n^2: each first
+    # point's restart; n^3: each second point's restart too).
+    sampled = depth > 1 and sum(n ** depth for n in npoints) > budget
     rows = []
     for c, cfg, n in zip(planned.configs, planned.agent_configs, npoints, strict=True):
-        twice = 0
+        samples = _samples(depth, budget, len(planned.agent_configs), n) if sampled else EVERY
+        deeper: tuple[int, ...] = ()
         if depth == 2:
-            samples = max(PLAN_MIN_SAMPLES, budget // (len(planned.agent_configs) * n)) if sampled else n
-            twice = _twice_count(cfg, n, samples)
-        rows.append((c["name"], n, n + twice))
+            deeper = _total(n, samples, lambda f, cfg=cfg: (_restart_points(cfg, f),))
+        elif depth == 3:
+            deeper = _total(n, samples, lambda f, cfg=cfg, k=samples: _thrice_points(cfg, f, k))
+        rows.append((c["name"], n, n + sum(deeper)))
     # A queue person's scenarios stop at open questions and go on after answers: an estimate.
     return Plan(sum(npoints), sum(r[2] for r in rows), not sampled and person == Sweep.Person.SCRIPTED,
                 tuple(rows))
@@ -70,8 +126,26 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
-    sweep_create does. Cached per process (the launch form asks on every change)."""
+    sweep_create does, and so does a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios
+    (sweep_create asks this first at depth 3). Cached per process (the launch form asks on every
+    change)."""
     given = conditions_from(conditions)
     clean_settings(job_source, depth, runs, person, source_name, given)
     key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
-    return _plan(job_source, key, depth, runs, person, budget, source_name, given)
+    planned = _plan(job_source, key, depth, runs, person, budget, source_name, given)
+    if depth == 3 and planned.scenarios > MAX_DEPTH3_SCENARIOS:
+        about = "" if planned.exact else "about "
+        raise ValidationError(
+            f"this sweep has {about}{planned.shown:,} scenarios at depth 3, more than the {MAX_DEPTH3_SCENARIOS:,} "
+            "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2",
+            code="too_big")
+    return planned
+
+
+def depth3_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+                 person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> None:
+    """At depth 3, refuse a sweep too big to store (ValidationError, see sweep_plan) before anything
+    is stored; below depth 3 nothing to do (MAX_CHUNKS bounds it)."""
+    if depth == 3:
+        sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+                   source_name=source_name, **conditions)

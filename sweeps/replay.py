@@ -18,7 +18,7 @@ from agentcore.records import ScenarioRecord
 from agentcore.state import Durable
 from sweeps.configs import Conditions, agent_config, design
 from sweeps.models import Question, Scenario, Sweep
-from sweeps.schema import instance_values, row_record
+from sweeps.schema import SCENARIO_ORDER, instance_values, row_record
 
 
 def check_durable(durable: Any, name: str) -> dict[str, Any]:
@@ -47,15 +47,15 @@ def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, 
     if sc.second_point and sc.sweep.person == Sweep.Person.QUEUE:  # its restart went on with these
         once = answers(scenario__sweep_id=sc.sweep_id, scenario__config=sc.config,
                        scenario__first_point=sc.first_point, scenario__second_point=0)
-    played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once)
+    played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
+                               sc.third_point or None)
     return played.timeline or [], played.effects or []
 
 
 def scenario_records(sweep_id: int) -> Iterator[ScenarioRecord]:
     """Every scenario of the sweep as an agentcore record, in the CLI's order, with its timeline and
     effects (stored, or replayed as the CLI's are). A corrupt stored job raises CheckpointError."""
-    for sc in Scenario.objects.filter(sweep_id=sweep_id).select_related("sweep").order_by(
-            "config", "first_point", "second_point"):
+    for sc in Scenario.objects.filter(sweep_id=sweep_id).select_related("sweep").order_by(*SCENARIO_ORDER):
         timeline, effects = (sc.timeline, sc.effects) if sc.timeline is not None else scenario_replay(sc)
         yield row_record(instance_values(sc), timeline, effects)
 

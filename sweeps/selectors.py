@@ -13,7 +13,7 @@ from django.utils import timezone
 from agentcore import audit as agentaudit
 from agentcore.jobs import Job
 from agentcore.jobs import parse as parse_job
-from agentcore.records import COLUMNS, ScenarioRecord, TableRow
+from agentcore.records import COLUMNS, DEPTH_COLUMNS, ScenarioRecord, TableRow
 from sweeps.configs import design
 from sweeps.limits import (
     COMPARE_CHOICES,
@@ -26,12 +26,13 @@ from sweeps.limits import (
     RESUME_OFFER_SECONDS,
 )
 from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
-from sweeps.schema import LIST_FIELDS, row_fields
+from sweeps.schema import LIST_FIELDS, SCENARIO_ORDER, row_fields
 
-# Each table column (agentcore.records.COLUMNS) as an aggregate over a configuration's scenario rows.
+# Each table column (agentcore.records.COLUMNS, then thrice) as an aggregate over a configuration's
+# scenario rows. A thrice scenario (depth 3) has a second point too: twice counts those without a third.
 _TABLE_AGGREGATES = {
     "once": Count("id", filter=Q(second_point=0)),
-    "twice": Count("id", filter=Q(second_point__gt=0)),
+    "twice": Count("id", filter=Q(second_point__gt=0, third_point=0)),
     "with_dups": Count("id", filter=Q(duplicates__gt=0)),
     "dups": Sum("duplicates"),
     "missing": Sum("missing"),
@@ -43,14 +44,27 @@ _TABLE_AGGREGATES = {
     "calls_plus": Sum("calls_plus"),
 }
 assert tuple(_TABLE_AGGREGATES) == COLUMNS, "one aggregate per column of agentcore's table"
+_DEPTH_AGGREGATES = {"thrice": Count("id", filter=Q(third_point__gt=0))}
+assert tuple(_DEPTH_AGGREGATES) == DEPTH_COLUMNS
 
 
 def sweep_table(sweep: Sweep) -> list[TableRow]:
-    """The chapter's table for a sweep, one row per configuration, from the stored scenario rows."""
-    agg = Scenario.objects.filter(sweep=sweep).values("config").annotate(**_TABLE_AGGREGATES)
+    """The chapter's table for a sweep, one row per configuration, from the stored scenario rows
+    (agentcore's TableRow: thrice is counted at depth 3, 0 below it)."""
+    aggregates = {**_TABLE_AGGREGATES, **(_DEPTH_AGGREGATES if sweep.depth == 3 else {})}
+    agg = Scenario.objects.filter(sweep=sweep).values("config").annotate(**aggregates)
     by_config = {a["config"]: a for a in agg}
-    return [TableRow(cfg["name"], *(by_config.get(i, {}).get(c) or 0 for c in COLUMNS))
+    return [TableRow(cfg["name"], **{c: by_config.get(i, {}).get(c) or 0 for c in aggregates})
             for i, cfg in enumerate(sweep.configs)]
+
+
+def table_columns(*sweeps: Sweep) -> tuple[str, ...]:
+    """The columns the pages show for these sweeps' tables: agentcore's COLUMNS, with thrice after
+    twice when one of them has depth 3 (agentcore.records.columns shows it when a row has some; a
+    page shows it from the start, so that the live poll has its cells to fill)."""
+    if not any(s.depth == 3 for s in sweeps):
+        return COLUMNS
+    return COLUMNS[:2] + DEPTH_COLUMNS + COLUMNS[2:]
 
 
 # --- pages, exports and charts ---------------------------------------------------------------
@@ -143,19 +157,26 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
 
     Work is weighed per chunk, not counted in chunks: at depth 2 a chunk holds one twice scenario per
     point its restart reaches, about n - f + 1 for first point f of a configuration of n points (1 per
-    chunk at depth 1; taskqueue.chunk_cost, by which messages are dealt). Left = (weight left) /
-    (weight stored in the last ETA_WINDOW seconds, or since the launch if that is shorter, per second)."""
+    chunk at depth 1); at depth 3 as many thrice scenarios for each of those, about (n - f + 1)^2
+    (taskqueue.chunk_cost, by which messages are dealt). Left = (weight left) / (weight stored in the
+    last ETA_WINDOW seconds, or since the launch if that is shorter, per second)."""
     window = min(ETA_WINDOW, elapsed)
     recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
+    squared = F("first_point") * F("first_point")
     # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.
     rows = (Chunk.objects.filter(sweep=sweep, second_from=0).order_by().values("config")
             .annotate(points=Max("first_point"), chunks=Count("id"), chunks_stored=Count("id", filter=Q(stored=True)),
                       firsts_stored=Sum("first_point", filter=Q(stored=True)), chunks_recent=Count("id", filter=recent),
-                      firsts_recent=Sum("first_point", filter=recent)))
+                      firsts_recent=Sum("first_point", filter=recent),
+                      squares_stored=Sum(squared, filter=Q(stored=True)), squares_recent=Sum(squared, filter=recent)))
     done = total = lately = 0
     for r in rows:
-        if sweep.depth == 2:
-            n = r["points"]
+        n = r["points"]
+        if sweep.depth == 3:  # sum of (n + 1 - f)^2 over the chunks' first points f
+            total += n * (n + 1) * (2 * n + 1) // 6
+            done += _squares(n, r["chunks_stored"], r["firsts_stored"], r["squares_stored"])
+            lately += _squares(n, r["chunks_recent"], r["firsts_recent"], r["squares_recent"])
+        elif sweep.depth == 2:
             total += n * (n + 1) // 2
             done += r["chunks_stored"] * (n + 1) - (r["firsts_stored"] or 0)
             lately += r["chunks_recent"] * (n + 1) - (r["firsts_recent"] or 0)
@@ -167,6 +188,12 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
         return None
     left = window * (total - done) / lately
     return round(left * ETA_RANGE[0], 1), round(left, 1), round(left * ETA_RANGE[1], 1)
+
+
+def _squares(n: int, chunks: int, firsts: int | None, squares: int | None) -> int:
+    """The sum of (n + 1 - f)^2 over `chunks` first points f whose sum is `firsts` and whose squares sum
+    to `squares`."""
+    return chunks * (n + 1) ** 2 - 2 * (n + 1) * (firsts or 0) + (squares or 0)
 
 
 def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
@@ -186,12 +213,13 @@ def waiting_by_config(sweep: Sweep) -> dict[int, int]:
 
 # The columns an answer can still change: a waiting scenario has not made its calls or its effects
 # yet (its calls+ is negative, its effects missing), and its restart's later points are not crashed.
-ANSWER_DEPENDENT = frozenset(COLUMNS) - {"once"}
+ANSWER_DEPENDENT = frozenset(COLUMNS + DEPTH_COLUMNS) - {"once"}
 
 
 def sweep_table_live(sweep: Sweep) -> dict[str, Any]:
     """The table as the sweep page draws it and its progress poll sends it:
-    {"partial", "waiting", "rows": [{"name", "waiting", "values": {column: number or None}}]}.
+    {"partial", "waiting", "rows": [{"name", "waiting", "values": {column: number or None}}]}, the
+    columns table_columns's.
 
     Until the sweep is done the table is partial (its counts grow as chunks are stored). A row
     with scenarios waiting for an answer has None for each column an answer can change: a number
@@ -200,16 +228,18 @@ def sweep_table_live(sweep: Sweep) -> dict[str, Any]:
     waiting = {} if sweep.status == Sweep.Status.DONE else waiting_by_config(sweep)
     return {"partial": sweep.status != Sweep.Status.DONE, "waiting": sum(waiting.values()), "rows": [
         {"name": row.name, "waiting": waiting.get(i, 0),
-         "values": {c: None if waiting.get(i) and c in ANSWER_DEPENDENT else getattr(row, c) for c in COLUMNS}}
+         "values": {c: None if waiting.get(i) and c in ANSWER_DEPENDENT else getattr(row, c)
+                    for c in table_columns(sweep)}}
         for i, row in enumerate(rows)]}
 
 
-def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow]) -> list[dict[str, Any]]:
+def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow],
+                   columns: Sequence[str] = COLUMNS) -> list[dict[str, Any]]:
     """Two tables' rows matched by configuration name (the k-th row of a name in A with the k-th of
     that name in B): A's rows in A's order, then the rows only B has, in B's order. Each:
     {"name", "a": TableRow or None, "b": TableRow or None, "changed": bool,
      "cells": [{"column", "a", "b", "diff" (b - a, None unless both are numbers), "changed"}, ...]}
-    in COLUMNS order. A row in only one table is "changed" (and its cells' other side is None)."""
+    in `columns` order. A row in only one table is "changed" (and its cells' other side is None)."""
     def keyed(rows: Sequence[TableRow]) -> list[tuple[tuple[str, int], TableRow]]:
         seen: dict[str, int] = {}
         out = []
@@ -226,7 +256,7 @@ def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow]) -> li
     out = []
     for a, b in pairs:
         cells = []
-        for col in COLUMNS:
+        for col in columns:
             va, vb = getattr(a, col, None), getattr(b, col, None)
             both = isinstance(va, int) and isinstance(vb, int)
             # A number not final yet (None in a row both tables have) is no difference.
@@ -239,13 +269,14 @@ def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow]) -> li
 
 def _final_rows(sweep: Sweep) -> list[TableRow]:
     """The table's rows with None for each number an answer can still change (see sweep_table_live)."""
-    return [TableRow(r["name"], *(r["values"][c] for c in COLUMNS)) for r in sweep_table_live(sweep)["rows"]]
+    return [TableRow(r["name"], **r["values"]) for r in sweep_table_live(sweep)["rows"]]
 
 
 def sweep_compare(a: Sweep, b: Sweep) -> list[dict[str, Any]]:
-    """The two sweeps' tables side by side, matched by configuration name (see compare_tables); a
-    number that is not final yet (scenarios wait for answers) is None, never compared."""
-    return compare_tables(_final_rows(a), _final_rows(b))
+    """The two sweeps' tables side by side, matched by configuration name (see compare_tables), in
+    table_columns(a, b); a number that is not final yet (scenarios wait for answers) is None, never
+    compared."""
+    return compare_tables(_final_rows(a), _final_rows(b), table_columns(a, b))
 
 
 def same_job(a: Sweep, b: Sweep) -> bool:
@@ -278,9 +309,25 @@ def heatmap_first_second(sweep: Sweep, config: int) -> list[dict[str, Any]]:
     """One cell per twice scenario of one config: {"id", "first_point", "second_point", "second_label"}
     and every metric's value."""
     fields = ("id", "first_point", "second_point", "second_label", *METRICS)
-    qs = Scenario.objects.filter(sweep=sweep, config=config, second_point__gt=0)
+    qs = Scenario.objects.filter(sweep=sweep, config=config, second_point__gt=0, third_point=0)
     return [dict(zip(fields, row, strict=True)) for row in
             qs.order_by("first_point", "second_point").values_list(*fields)]
+
+
+def heatmap_third(sweep: Sweep, config: int, first: int, second: int) -> list[dict[str, Any]]:
+    """One cell per thrice scenario of one (first, second) pair of a config: {"id", "third_point",
+    "third_label"} and every metric's value, by third point (the identity's index: a few hundred
+    rows at most)."""
+    fields = ("id", "third_point", "third_label", *METRICS)
+    qs = Scenario.objects.filter(sweep=sweep, config=config, first_point=first, second_point=second,
+                                 third_point__gt=0)
+    return [dict(zip(fields, row, strict=True)) for row in qs.order_by("third_point").values_list(*fields)]
+
+
+def twice_scenario(sweep: Sweep, config: int, first: int, second: int) -> dict[str, Any] | None:
+    """The twice scenario of a (first, second) pair: {"id", "first_label", "second_label"}, or None."""
+    return (Scenario.objects.filter(sweep=sweep, config=config, first_point=first, second_point=second,
+                                    third_point=0).values("id", "first_label", "second_label").first())
 
 
 def point_labels(sweep: Sweep) -> dict[tuple[int, int], str]:
@@ -296,7 +343,7 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
     """A sweep's scenarios narrowed by the list's filters (None or "" means no filter)."""
     qs = Scenario.objects.filter(sweep=sweep)
     exact = {k: filters.get(k) for k in ("config", "design", "tracker", "first_kind", "first_point",
-                                         "second_point", "status")}
+                                         "second_point", "third_point", "status")}
     qs = qs.filter(**{k: v for k, v in exact.items() if v not in (None, "")})
     # A configuration has one design and one tracker mode: saying which configurations match lets
     # the database walk the (sweep, config, ...) index instead of every row of the sweep.
@@ -304,7 +351,8 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
     if wanted:
         qs = qs.filter(config__in=[i for i, c in enumerate(sweep.configs)
                                    if all(c.get(k) == v for k, v in wanted.items())])
-    flags = {"twice": Q(second_point__gt=0), "has_dups": Q(duplicates__gt=0), "asked": Q(asks__gt=0),
+    flags = {"twice": Q(second_point__gt=0), "thrice": Q(third_point__gt=0), "has_dups": Q(duplicates__gt=0),
+             "asked": Q(asks__gt=0),
              "missing": Q(missing__gt=0), "extra_calls": ~Q(calls_plus=0), "has_wrong": Q(wrong__gt=0),
              "gave_up": Q(gave_up__gt=0), "denied_ran": Q(denied_ran__gt=0), "avoidable": Q(avoidable__gt=0)}
     for name, cond in flags.items():
@@ -331,7 +379,7 @@ def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
     `count`, when the caller has it already (scenario_totals), spares the paginator its COUNT query.
     Raises django.core.paginator.InvalidPage for a page out of range.
     """
-    ids = scenario_filter(sweep, filters).order_by("config", "first_point", "second_point").values_list("id", flat=True)
+    ids = scenario_filter(sweep, filters).order_by(*SCENARIO_ORDER).values_list("id", flat=True)
     paginator = Paginator(ids, per_page)
     if count is not None:
         paginator.count = count  # a cached_property: set, it is not computed again
@@ -344,7 +392,7 @@ def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any], chunk_size: i
     """The filtered scenario rows as agentcore record dicts (without timeline/effects, see
     sweeps.schema.row_fields), streamed, after their sweep, configuration and its name."""
     names = sweep.configs
-    qs = (scenario_filter(sweep, filters).order_by("config", "first_point", "second_point")
+    qs = (scenario_filter(sweep, filters).order_by(*SCENARIO_ORDER)
           .values_list(*LIST_FIELDS[2:]))
     for row in qs.iterator(chunk_size=chunk_size):
         d = dict(zip(LIST_FIELDS[2:], row, strict=True))

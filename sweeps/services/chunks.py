@@ -196,8 +196,8 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
             _insert_scenarios(rows)
         waiting = [res for _, res in won if res.waiting]
         if waiting:  # the new rows' IDs, in one read, for their questions
-            ids = {(c, f, s): pk for c, f, s, pk in Scenario.objects.filter(
-                sweep_id=sweep_id, config__in={res.config for res in waiting},
+            ids = {(c, f, s): pk for c, f, s, pk in Scenario.objects.filter(  # a queue sweep has depth 2 at most
+                sweep_id=sweep_id, third_point=0, config__in={res.config for res in waiting},
                 first_point__in={res.first for res in waiting},
             ).values_list("config", "first_point", "second_point", "pk")}
             Question.objects.bulk_create(

@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
+from sweeps.plan import depth3_check
 from sweeps.services import lifecycle, taskqueue
 
 
@@ -32,6 +33,8 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
         if existing is not None:
             return existing
     name, notes = clean_name_notes(name, notes)
+    depth3_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+                 source_name=source_name, **conditions)
     planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
     owner_id = getattr(user, "pk", None)
     try:

@@ -61,11 +61,13 @@ def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, secon
     """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
     agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
     point of its restart, which reaches about the points from `first` on of the uninterrupted run's
-    `npoints` (the weight the sweep page's ETA gives a chunk, selectors._eta); at depth 1, its once
-    scenario. A later chunk (made after an answer) stores the twice scenarios second_from..second_to."""
+    `npoints` (the weight the sweep page's ETA gives a chunk, selectors._eta); at depth 3, as many
+    thrice scenarios for each of those, about its square; at depth 1, its once scenario. A later
+    chunk (made after an answer) stores the twice scenarios second_from..second_to."""
     if second_from:
         return second_to - second_from + 1
-    return npoints - first + 1 if depth >= 2 else 1
+    restart = npoints - first + 1
+    return restart * restart if depth >= 3 else restart if depth == 2 else 1
 
 
 def deal(weighed: Sequence[tuple[int, int]]) -> list[list[int]]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,8 +39,10 @@ log = logging.getLogger(__name__)
 
 # The table's header on the sweep and compare pages: the configuration, then every column in
 # agentcore's titles. The pages show every column (text and Markdown hide the ones no row has): a
-# number the live poll fills in always has its cell, and two compared tables the same columns.
-TABLE_TITLES = ("design", *(TITLES[c] for c in COLUMNS))
+# number the live poll fills in always has its cell, and two compared tables the same columns
+# (thrice with a depth-3 sweep: selectors.table_columns).
+def table_titles(columns: Sequence[str] = COLUMNS) -> tuple[str, ...]:
+    return ("design", *(TITLES[c] for c in columns))
 
 
 def _reading(view: View, *, public: bool) -> View:

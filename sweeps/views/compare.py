@@ -19,10 +19,10 @@ from sweeps.forms import (
 )
 from sweeps.models import Sweep
 from sweeps.views._common import (
-    TABLE_TITLES,
     bad_request,
     read_access,
     sweep_or_404,
+    table_titles,
     viewer_access,
 )
 
@@ -48,10 +48,13 @@ def compare(request: HttpRequest) -> HttpResponse:
     form, pair, bad = _compare_pair(request)
     if bad is not None:
         return bad
-    context: dict[str, Any] = {"form": form, "titles": TABLE_TITLES, "side_columns": len(COLUMNS),
+    context: dict[str, Any] = {"form": form, "titles": table_titles(), "side_columns": len(COLUMNS),
                                "all_columns": 1 + 2 * len(COLUMNS)}
     if pair is not None:
         a, b = pair
+        columns = selectors.table_columns(a, b)
+        context.update({"titles": table_titles(columns), "side_columns": len(columns),
+                        "all_columns": 1 + 2 * len(columns)})
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
                  (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),

@@ -55,7 +55,7 @@ def export_scenarios(request: HttpRequest, sweep_id: int, fmt: str) -> HttpRespo
         return bad_request(request, "bad filter values", form)
     rows = selectors.scenario_export_rows(sweep, form.filters())
     rows_text = exports.rows_csv if fmt == "csv" else exports.rows_jsonl
-    body = rows_text(rows, conditions_of(sweep))
+    body = rows_text(rows, conditions_of(sweep), sweep.depth)
     response = StreamingHttpResponse(body, content_type=exports.ROW_FORMATS[fmt])
     response["Content-Disposition"] = f'attachment; filename="{exports.filename(sweep.pk, "scenarios", fmt)}"'
     return response

@@ -90,8 +90,7 @@ def _plan_summary(plan: planning.Plan, depth: int, runs: int) -> dict[str, Any]:
     """The planned size with the time estimate from selectors.measured_rate, and a line saying both."""
     rate, sweeps, which = selectors.measured_rate(depth=depth, runs=runs)
     seconds = plan.scenarios / rate
-    # An estimated count is given to 3 significant figures: more would claim a precision it has not.
-    shown = plan.scenarios if plan.exact else int(float(f"{plan.scenarios:.3g}"))
+    shown = plan.shown
     basis = (f"measured over {sweeps} finished sweep{'s' * (sweeps != 1)} here"
              f"{'' if which == 'any' else ' (' + which + ')'}" if sweeps
              else "the default rate: no sweep has finished here yet")

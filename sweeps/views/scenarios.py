@@ -54,20 +54,34 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     labels = selectors.point_labels(sweep)
     fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep), names, labels, metric)
     fig2 = None
-    if names and sweep.depth == 2:
+    if names and sweep.depth >= 2:
         cells = selectors.heatmap_first_second(sweep, config)
         labels = {f: label for (c, f), label in labels.items() if c == config}
         if cells:
             fig2 = charts.first_second_figure(cells, labels, names[config], metric)
+    third = _third(sweep, config, form.pair(), names, metric) if names and sweep.depth == 3 else {}
     return render(request, "sweeps/heatmap.html", {
         "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
         "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS],
         "fig1_json": script_json(charts.to_json(fig1)),
-        "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None,
+        "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None, **third,
         "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
         "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
         "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
     })
+
+
+def _third(sweep: Any, config: int, pair: tuple[int, int] | None, names: list[str], metric: str) -> dict[str, Any]:
+    """A depth-3 sweep's third map: the thrice scenarios of the chosen (first, second) pair, with the
+    pair's twice scenario (its labels, and a link to it), or what is missing."""
+    if pair is None:
+        return {"third": {"pair": None}}
+    twice = selectors.twice_scenario(sweep, config, *pair)
+    cells = selectors.heatmap_third(sweep, config, *pair) if twice else []
+    fig = (charts.third_figure(cells, names[config], pair, (twice["first_label"], twice["second_label"]), metric)
+           if twice and cells else None)
+    return {"third": {"pair": pair, "twice": twice, "cells": len(cells)},
+            "fig3_json": script_json(charts.to_json(fig)) if fig else None}
 
 
 @require_safe

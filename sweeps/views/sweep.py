@@ -19,7 +19,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from agentcore.records import COLUMNS
+from agentcore.records import COLUMNS, DEPTH_COLUMNS
 from sweeps import limits, roles, selectors
 from sweeps.forms import (
     SweepNotesForm,
@@ -28,12 +28,12 @@ from sweeps.models import Sweep
 from sweeps.services import lifecycle, recovery
 from sweeps.views import errors
 from sweeps.views._common import (
-    TABLE_TITLES,
     allow,
     bad_request,
     login_for_post,
     read_access,
     sweep_or_404,
+    table_titles,
 )
 
 # The table's columns and the scenario filter each number links to. A count column's number is the
@@ -50,8 +50,11 @@ COLUMN_FILTERS = {
     "asks": {"asked": "yes", "sum": "asks"},
     "avoidable": {"avoidable": "yes", "sum": "avoidable"},
     "calls_plus": {"extra_calls": "yes", "sum": "calls_plus"},
+    "thrice": {"thrice": "yes"},
 }
-assert tuple(COLUMN_FILTERS) == COLUMNS, "a link per column of agentcore's table"
+assert tuple(COLUMN_FILTERS) == COLUMNS + DEPTH_COLUMNS, "a link per column of agentcore's table"
+# At depth 3 a thrice scenario has a second point too: the twice column's scenarios have no third.
+DEPTH3_FILTERS = {"twice": {"twice": "yes", "thrice": "no"}}
 
 
 @require_safe
@@ -59,11 +62,12 @@ assert tuple(COLUMN_FILTERS) == COLUMNS, "a link per column of agentcore's table
 def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
     table = _table(sweep)
+    columns = selectors.table_columns(sweep)
     progress = selectors.sweep_progress(sweep)
     may = roles.sweep_actions(request.user, sweep.created_by_id)
     return render(request, "sweeps/sweep_detail.html", {
-        "sweep": sweep, "table": table, "rows": table["rows"], "titles": TABLE_TITLES, "progress": progress,
-        "stalled": _stalled(sweep, progress), "may": may,
+        "sweep": sweep, "table": table, "rows": table["rows"], "titles": table_titles(columns),
+        "progress": progress, "stalled": _stalled(sweep, progress), "may": may,
         "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
         "notes_form": SweepNotesForm(instance=sweep) if may["edit"] else None,
     })
@@ -81,8 +85,9 @@ def _table(sweep: Sweep) -> dict[str, Any]:
         not_final = (f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
                      "for an answer" if waiting else "")
         cells = []
-        for col in COLUMNS:
-            query = "&".join(f"{k}={v}" for k, v in {"config": i, **COLUMN_FILTERS[col]}.items())
+        for col in row["values"]:
+            linked = (DEPTH3_FILTERS if sweep.depth == 3 else {}).get(col) or COLUMN_FILTERS[col]
+            query = "&".join(f"{k}={v}" for k, v in {"config": i, **linked}.items())
             value = row["values"][col]
             cells.append({"col": col, "value": value, "url": f"{base}?{query}",
                           "title": not_final if value is None else ""})

@@ -275,6 +275,53 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
     no_js_errors(page)
 
 
+def test_a_depth_3_heatmap_cell_opens_the_third_points_of_its_pair_and_a_third_cell_its_timeline(
+        page, site, user, login, wait_until, shot):
+    sweep = run_sweep(user, ["once-per-turn"], ["keyed"], depth=3, wait_until=wait_until)
+    thrice = list(Scenario.objects.filter(sweep=sweep, third_point__gt=0).values(
+        "id", "first_point", "second_point", "third_point", "duplicates", "asks"))
+    # A pair whose thrice scenarios differ in duplicates (some cells coloured, some not).
+    pairs = defaultdict(list)
+    for r in thrice:
+        pairs[r["first_point"], r["second_point"]].append(r)
+    (first, second), cells = next((k, v) for k, v in sorted(pairs.items())
+                                  if len({r["duplicates"] for r in v}) > 1)
+    login(page, user)
+    page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")
+    expect(page.locator("#heatmap-second.js-plotly-plot")).to_be_visible()
+    expect(page.locator("#third-none")).to_be_visible()
+    page.mouse.click(*cell_position(page, "heatmap-second", first, second))
+    expect(page).to_have_url(re.compile(rf"first={first}&second={second}#third$"))
+    expect(page.locator("#heatmap-third.js-plotly-plot")).to_be_visible()
+    (trace,) = plot_traces(page, "heatmap-third")
+    width = max(r["third_point"] for r in cells)
+    expected = [None] * width
+    for r in cells:
+        expected[r["third_point"] - 1] = r["duplicates"]
+    assert trace["z"] == [expected]
+    shot(page, "third-map")
+
+    # Another colour redraws the third map too.
+    page.select_option("#metric", "asks")
+    expect(page).to_have_url(re.compile(r"metric=asks"))
+    asks = [None] * width
+    for r in cells:
+        asks[r["third_point"] - 1] = r["asks"]
+    assert plot_traces(page, "heatmap-third")[0]["z"] == [asks]
+
+    # A third-map cell is one thrice scenario: its timeline, three crashes.
+    target = next(r for r in cells if r["duplicates"])
+    page.mouse.click(*cell_position(page, "heatmap-third", target["third_point"], 0))
+    expect(page).to_have_url(re.compile(rf"/scenarios/{target['id']}/\?back="))
+    expect(page.locator("#third-point")).to_have_text(str(target["third_point"]))
+    expect(page.locator("#timeline tr.ev-crash")).to_have_count(3)
+    expect(page.locator("#dups")).to_have_text(str(target["duplicates"]))
+    shot(page, "thrice-timeline")
+    page.locator("#back").click()
+    expect(page.locator("#heatmap-third.js-plotly-plot")).to_be_visible()
+    no_js_errors(page)
+
+
 # --- export ------------------------------------------------------------------------------------
 
 def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(

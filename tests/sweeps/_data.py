@@ -59,12 +59,14 @@ def question(scenario: Scenario, qid: str = "0:call_1", **kw: Any) -> Question:
     return Question.objects.create(**fields)
 
 
-def big_sweep(configs_n: int = 10, firsts: int = 100, per_first: int = 100) -> Sweep:
-    """configs_n x firsts x per_first scenario rows (the once scenario and per_first - 1 twice ones)."""
-    sweep = make_sweep(configs_n, total_chunks=configs_n * firsts)
+def big_sweep(configs_n: int = 10, firsts: int = 100, per_first: int = 100, thirds: int = 0) -> Sweep:
+    """configs_n x firsts x per_first scenario rows (the once scenario and per_first - 1 twice ones);
+    with `thirds`, a depth-3 sweep whose twice scenarios have that many thrice ones each."""
+    rows = 1 + (per_first - 1) * (1 + thirds)
+    sweep = make_sweep(configs_n, total_chunks=configs_n * firsts, depth=3 if thirds else 2)
     Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c, first_point=f, kind=point_kind(f), label=f"{point_kind(f)} p{f}", stored=True,
-               scenarios=per_first) for c in range(configs_n) for f in range(1, firsts + 1)], batch_size=2000)
+               scenarios=rows) for c in range(configs_n) for f in range(1, firsts + 1)], batch_size=2000)
     batch: list[Scenario] = []
     for c in range(configs_n):
         cfg = sweep.configs[c]
@@ -72,16 +74,19 @@ def big_sweep(configs_n: int = 10, firsts: int = 100, per_first: int = 100) -> S
             fk = point_kind(f)
             fl = f"{fk} create_issue call_{f}"
             for s in range(per_first):
-                batch.append(Scenario(
-                    sweep=sweep, config=c, design=cfg["design"], tracker=cfg["tracker"], job="triage",
-                    first_point=f, first_kind=fk, first_label=fl, second_point=s,
-                    second_kind=point_kind(s) if s else "", second_label=f"{point_kind(s)} call_{s}" if s else "",
-                    duplicates=int((c + f + s) % 7 == 0), missing=int((c * f + s) % 11 == 0),
-                    asks=(f + s) % 3 == 0, model_calls=5 + (s % 2), calls_plus=s % 2,
-                ))
-                if len(batch) >= 5000:
-                    Scenario.objects.bulk_create(batch, batch_size=5000)
-                    batch = []
+                for t in range(1 + thirds if s else 1):
+                    batch.append(Scenario(
+                        sweep=sweep, config=c, design=cfg["design"], tracker=cfg["tracker"], job="triage",
+                        first_point=f, first_kind=fk, first_label=fl, second_point=s,
+                        second_kind=point_kind(s) if s else "", second_label=f"{point_kind(s)} call_{s}" if s else "",
+                        third_point=t, third_kind=point_kind(t) if t else "",
+                        third_label=f"{point_kind(t)} call_{t}" if t else "",
+                        duplicates=int((c + f + s + t) % 7 == 0), missing=int((c * f + s) % 11 == 0),
+                        asks=(f + s + t) % 3 == 0, model_calls=5 + (s % 2), calls_plus=s % 2,
+                    ))
+                    if len(batch) >= 5000:
+                        Scenario.objects.bulk_create(batch, batch_size=5000)
+                        batch = []
     if batch:
         Scenario.objects.bulk_create(batch, batch_size=5000)
     return sweep

@@ -190,7 +190,7 @@ def test_a_hostile_job_name_is_shown_escaped(auth):
 # --- out-of-range form values -------------------------------------------------------------------
 
 BAD_VALUES: list[dict[str, Any]] = [
-    {"depth": "3"}, {"depth": "0"}, {"depth": "-1"}, {"depth": "two"}, {"depth": ""},
+    {"depth": "4"}, {"depth": "3", "person": "queue"}, {"depth": "0"}, {"depth": "-1"}, {"depth": "two"}, {"depth": ""},
     {"runs": "0"}, {"runs": "1000"}, {"runs": "-5"}, {"runs": "1.5"}, {"runs": "9" * 40}, {"runs": ""},
     {"person": "x"}, {"person": ""},
     {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},

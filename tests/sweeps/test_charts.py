@@ -26,6 +26,9 @@ def pair(first, second, duplicates, label, pk=None, **metrics):
 
 PAIRS = [pair(1, 1, 4, "reply-arrived turn 2"), pair(1, 2, 0, "save-half-done"),
          pair(3, 1, 1, "tool-returned call_2", asks=2)]
+# The thrice scenarios of one (first, second) pair: third points 1 and 3 (2 is not stored).
+THIRDS = [{"id": 41, "third_point": 1, "third_label": "tracker-accepted call_3", "duplicates": 1, "asks": 0},
+          {"id": 43, "third_point": 3, "third_label": "save-renamed run-1.json", "duplicates": 0, "asks": 2}]
 
 
 def test_design_first_cells():
@@ -134,7 +137,8 @@ def test_cells_have_gaps_on_a_grey_that_zero_stands_out_from():
 @pytest.mark.parametrize("make", [
     lambda m: charts.design_first_figure(CELLS, NAMES, LABELS, m),
     lambda m: charts.first_second_figure(PAIRS, {}, "keys", m),
-], ids=["first", "second"])
+    lambda m: charts.third_figure(THIRDS, "keys", (1, 2), ("reply-arrived turn 1", "save-half-done"), m),
+], ids=["first", "second", "third"])
 def test_a_figure_carries_every_metric_view(make):
     """What the page swaps in on another metric is the figure it would have drawn for that metric."""
     views = make("duplicates")["metrics"]
@@ -296,3 +300,28 @@ def test_first_second_escapes_labels_and_the_configuration_name():
 
 def test_plotly_text_escapes_only_what_plotly_reads_as_markup():
     assert charts.plotly_text('a "quoted" \'x\' <br> & done') == 'a "quoted" \'x\' &lt;br&gt; &amp; done'
+
+
+def test_third_cells_are_one_row_of_the_pair_s_thrice_scenarios():
+    fig = charts.third_figure(THIRDS, "keys", (1, 2), ("reply-arrived turn 1", "save-half-done"), "asks")
+    heat = fig["data"][0]
+    assert heat["z"] == [[0, None, 2]] and heat["y"] == ["1 × 2"]
+    assert heat["customdata"] == [[["tracker-accepted call_3", 41], None, ["save-renamed run-1.json", 43]]]
+    assert heat["text"] == [["TA", "", "SR"]]
+    assert fig["layout"]["xaxis"]["ticktext"] == ["1 tracker-accepted", "", "3 save-renamed"]
+    assert "first 1: reply-arrived turn 1<br>second 2: save-half-done" in heat["hovertemplate"]
+    assert "third crash points after 1 and 2" in fig["layout"]["title"]["text"]
+
+
+def test_third_is_a_valid_plotly_figure():
+    go.Figure(charts.third_figure(THIRDS, "keys", (1, 2), ("a", "b"), "duplicates"))
+    go.Figure(charts.third_figure([], "keys", (1, 2), ("a", "b"), "duplicates"))
+
+
+def test_third_escapes_labels_and_the_configuration_name():
+    fig = charts.third_figure([{"id": 7, "third_point": 1, "third_label": "tool-returned " + HOSTILE, "duplicates": 1}],
+                              HOSTILE, (1, 2), ("reply-arrived <i>a</i>", "save-renamed <b>b</b>"), "duplicates")
+    heat = fig["data"][0]
+    assert heat["customdata"][0][0] == ["tool-returned " + ESCAPED, 7]
+    assert "reply-arrived &lt;i&gt;a&lt;/i&gt;" in heat["hovertemplate"] and "<b>b</b>" not in heat["hovertemplate"]
+    assert fig["layout"]["title"]["text"].startswith(ESCAPED + ":")

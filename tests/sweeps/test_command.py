@@ -162,3 +162,30 @@ def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothin
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("sweep", "table", "--depth", "1", **options)
     assert Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_depth_3_prints_agentcore_s_table_with_its_thrice_column(inline_workers):
+    from agentcore import designs, jobs
+    from agentcore import sweep as agentsweep
+
+    out = io.StringIO()
+    call_command("sweep", "sweep", "--design", "once-per-turn", "--tracker", "keyed", "--depth", "3", "--format",
+                 "json", stdout=out, stderr=io.StringIO())
+    cfg = agentsweep.Config(jobs.load("triage"), designs.get("once-per-turn"), "keyed")
+    (row,) = json.loads(out.getvalue())
+    assert row == agentsweep.sweep([cfg], depth=3).rows[0].to_dict() and row["thrice"] > 0
+    assert Sweep.objects.get().depth == 3
+
+
+@pytest.mark.django_db
+def test_a_depth_3_sweep_too_big_to_store_is_one_line_before_asking_for_workers(monkeypatch):
+    from sweeps.management.commands import sweep as command
+
+    asked = []
+    monkeypatch.setattr(command.workers, "await_queue_worker", lambda: asked.append(1) or 0)
+    with pytest.raises(CommandError, match=r"^this sweep has about [\d,]+ scenarios at depth 3, more than the "
+                                           r"1,000,000") as e:
+        call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "3", "--crash-model",
+                     "power-cut", "--fsync", "off")
+    assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0

@@ -11,6 +11,7 @@ from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
 from sweeps import exports, selectors
 from sweeps.configs import Conditions
+from sweeps.models import Sweep
 
 ROWS = [TableRow("save once per turn", 18, 225, 40, 52, 3, calls_plus=7), TableRow("keys and markers", 43, 1014)]
 # A world with faults: rows with the columns the chapter has not.
@@ -187,11 +188,9 @@ def test_rows_csv_neutralises_every_text_cell_that_starts_a_formula():
 
 
 def test_compare_csv_neutralises_a_configuration_name():
-    cells = [{"col": c, "a": 1, "b": -1, "diff": -2} for c in COLUMNS]
-    out = exports.compare_csv([{"name": "=cmd|' /C calc'!A0", "a": {}, "b": {}, "changed": True, "cells": cells}],
-                              1, 2, PANIC, PANIC)
-    line = list(csv.DictReader(io.StringIO(out)))[0]
-    assert line["configuration"] == "'=cmd|' /C calc'!A0" and line[f"{COLUMNS[0]}_diff"] == "-2"
+    rows = selectors.compare_tables([TableRow("=cmd|' /C calc'!A0", 3, 2)], [TableRow("=cmd|' /C calc'!A0", 1, 2)])
+    line = list(csv.DictReader(io.StringIO(exports.compare_csv(rows, 1, 2, PANIC, PANIC), newline="")))[0]
+    assert line["configuration"] == "'=cmd|' /C calc'!A0" and line["once_diff"] == "-2"
 
 
 def test_json_keeps_the_text_as_it_is():
@@ -201,3 +200,45 @@ def test_json_keeps_the_text_as_it_is():
 
 def test_spreadsheet_cell_leaves_other_values_alone():
     assert [exports.spreadsheet_cell(v) for v in ("a=b", "", 0, -5, None, 1.5)] == ["a=b", "", 0, -5, None, 1.5]
+
+
+# A depth-3 sweep's rows (agentcore's TableRow: thrice last, by name).
+DEEP_ROWS = [TableRow("save once per turn", 18, 225, 2168, 4958, calls_plus=5562, thrice=2412),
+             TableRow("keys and markers", 43, 1014, calls_plus=7500, thrice=17354)]
+
+
+def test_a_depth_3_table_csv_and_json_are_agentcore_s_with_thrice_after_twice():
+    lines = list(csv.reader(io.StringIO(exports.table_text(DEEP_ROWS, "csv", PANIC))))
+    cli = list(csv.reader(io.StringIO(render(DEEP_ROWS, "csv"))))
+    assert [line[:len(cli[0])] for line in lines] == cli and cli[0][:4] == ["name", "once", "twice", "thrice"]
+    assert [r["thrice"] for r in json.loads(exports.table_text(DEEP_ROWS, "json", PANIC))] == [2412, 17354]
+
+
+def test_a_depth_3_sweep_s_scenario_rows_carry_the_third_point_after_the_second():
+    third = {"second_point": 2, "second_kind": "save-renamed", "second_label": "save-renamed b",
+             "third_point": 5, "third_kind": "tracker-accepted", "third_label": "tracker-accepted c"}
+    text = "".join(exports.rows_csv([row(), row(**third)], PANIC, depth=3))
+    header, once, thrice = list(csv.reader(io.StringIO(text)))
+    assert tuple(header) == exports.THRICE_ROW_FIELDS
+    assert header.index("third_point") == header.index("second_label") + 1
+    assert dict(zip(header, once, strict=True))["third_point"] == ""
+    assert dict(zip(header, thrice, strict=True))["third_label"] == "tracker-accepted c"
+    (obj,) = [json.loads(line) for line in "".join(exports.rows_jsonl([row(**third)], PANIC, depth=3)).splitlines()]
+    assert list(obj) == list(exports.THRICE_ROW_FIELDS) and (obj["third_point"], obj["third_kind"]) == (
+        5, "tracker-accepted")
+
+
+def test_a_depth_1_or_2_sweep_s_scenario_rows_have_no_third_point():
+    assert exports.row_fields(2) == exports.row_fields(1) == exports.ROW_FIELDS
+    assert not [f for f in exports.ROW_FIELDS if f.startswith("third")]
+    assert set(exports.THRICE_ROW_FIELDS) - set(exports.ROW_FIELDS) == {"third_point", "third_kind", "third_label"}
+
+
+def test_compare_csv_of_a_depth_3_sweep_has_thrice_columns():
+    columns = selectors.table_columns(Sweep(depth=2), Sweep(depth=3))
+    rows = selectors.compare_tables([TableRow("x", 1, 2)], [TableRow("x", 1, 2, thrice=9)], columns)
+    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC))))
+    x = dict(zip(lines[0], lines[1], strict=True))
+    assert lines[0][8:11] == ["twice_a", "twice_b", "twice_diff"] and lines[0][11:14] == [
+        "thrice_a", "thrice_b", "thrice_diff"]
+    assert (x["thrice_a"], x["thrice_b"], x["thrice_diff"], x["changed"]) == ("0", "9", "9", "yes")

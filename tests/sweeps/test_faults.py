@@ -448,7 +448,10 @@ def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finish
     assert f"started {limits.MAX_CHUNK_ATTEMPTS + 1} times without being stored" in sweep.error
     assert "exited with 'exitcode 70'" in poison.log_text()
     deaths = Chunk.objects.get(pk=chunk.pk).attempts - 1
-    assert list(Chunk.objects.filter(sweep=sweep, stored=False).values_list("pk", flat=True)) == [chunk.pk]
+    # The poisoned chunk is missing; so may be a chunk of its message, or one the other pool process
+    # was playing when the sweep failed (a failed sweep stores nothing more).
+    missing = list(Chunk.objects.filter(sweep=sweep, stored=False).values_list("pk", flat=True))
+    assert chunk.pk in missing and len(missing) <= 1 + limits.MAX_CHUNKS_PER_TASK, missing
     failed_after = time.monotonic() - t0
     page = auth.get(reverse("sweeps:detail", args=[sweep.pk])).content.decode()
     assert 'id="resume"' in page and f"chunk {chunk.pk}" in page
@@ -456,7 +459,8 @@ def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finish
     poison.stop()  # the cause is fixed: healthy workers from now on
     fs_lab.workers(pool="solo", concurrency=1).start(1)
     r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
-    assert r.status_code == 200 and "1 missing chunk queued again" in r.content.decode()
+    n = len(missing)
+    assert r.status_code == 200 and f"{n} missing chunk{'s' if n > 1 else ''} queued again" in r.content.decode()
     assert wait_finished(sweep, fs_lab) == Sweep.Status.DONE
     expected, stored = check_rows(sweep)
     report(capsys, f"poisoned chunk: its pool process died {deaths} times, then the sweep failed naming chunk "

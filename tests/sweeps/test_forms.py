@@ -105,7 +105,7 @@ def test_launch_custom_with_choices_is_valid():
 
 
 @pytest.mark.parametrize("field,value", [
-    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "3"), ("person", "nobody"),
+    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "4"), ("person", "nobody"),
     ("preset", "all"), ("job", "other"), ("request_token", ""), ("request_token", "x" * 40),
 ])
 def test_launch_out_of_range_values(field, value):
@@ -272,3 +272,39 @@ def test_a_bad_fault_s_error_is_agentcore_s_message(field, value, message):
 
 def test_filters_offer_the_corrupt_status():
     assert "corrupt" in [c for c, _ in ScenarioFilterForm.base_fields["status"].choices]
+
+
+def test_launch_takes_depth_3_with_the_scripted_person():
+    f = launch(depth="3")
+    assert f.is_valid(), f.errors
+    assert f.cleaned_data["depth"] == 3
+
+
+def test_launch_refuses_depth_3_with_the_question_queue_by_the_depth_field():
+    f = launch(depth="3", person="queue")
+    assert not f.is_valid()
+    assert f.errors["depth"] == ["depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 "
+                                 "at most"]
+
+
+def test_heatmap_form_takes_a_pair_for_the_third_point_map():
+    sweep = Sweep(configs=_data.configs(2), depth=3)
+    f = HeatmapForm({"config": "1", "first": "4", "second": "2"}, sweep=sweep)
+    assert f.is_valid(), f.errors
+    assert f.pair() == (4, 2)
+    f = HeatmapForm({}, sweep=sweep)
+    assert f.is_valid() and f.pair() is None
+
+
+@pytest.mark.parametrize("data", [{"first": "4"}, {"second": "2"}, {"first": "0", "second": "1"},
+                                  {"first": "1", "second": "-2"}, {"first": "1", "second": "2.5"}])
+def test_heatmap_form_refuses_half_a_pair_or_bad_points(data):
+    assert not HeatmapForm(data, sweep=Sweep(configs=_data.configs(2), depth=3)).is_valid()
+
+
+def test_scenario_filters_of_the_third_point_exist_at_depth_3_only():
+    deep = ScenarioFilterForm({"thrice": "yes", "third_point": "2"}, sweep=Sweep(configs=_data.configs(2), depth=3))
+    assert deep.is_valid() and deep.filters() == {"thrice": True, "third_point": 2}
+    shallow = ScenarioFilterForm({"thrice": "yes", "third_point": "2"}, sweep=Sweep(configs=_data.configs(2), depth=2))
+    assert shallow.is_valid() and shallow.filters() == {}
+    assert "thrice" not in shallow.fields and "third_point" not in shallow.fields

@@ -195,7 +195,7 @@ FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[tuple[Any, boo
                 spoiled_choices(list(DESIGNS), ["nope", "loop+reuse_run_id", ""])),
     "trackers": (st.lists(st.sampled_from(list(MODES)), min_size=1, max_size=2, unique=True),
                  spoiled_choices(list(MODES), ["sometimes", "KEYED"])),
-    "depth": (st.sampled_from(["1", "2"]), spoiled(["0", "3", "-1", "", "x", "1.5"], ["1", "2"])),
+    "depth": (st.sampled_from(["1", "2"]), spoiled(["0", "4", "-1", "", "x", "1.5"], ["1", "2"])),
     "runs": (st.sampled_from(["1", "1", "2", "07", " 2 "]),
              spoiled(["0", "11", "-1", "", "x", "1e1", "9" * 30, "1.5"], [str(n) for n in range(1, 11)])),
     "person": (st.sampled_from(["scripted", "queue"]), spoiled(["", "x", "robot"], ["scripted", "queue"])),

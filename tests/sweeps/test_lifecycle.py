@@ -141,12 +141,46 @@ def test_the_plan_is_what_the_sweep_then_stores():
     assert (sweep.total_chunks, Scenario.objects.filter(sweep=sweep).count()) == (plan.chunks, plan.scenarios)
 
 
+# The chapter's table at depth 3 (README: python -m agentcore table --depth 3): 167,971 scenarios.
+TABLE_DEPTH3_SCENARIOS = 167_971
+ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"}]
+
+
+@pytest.mark.parametrize("conditions", [{}, {"tracker_fault": "crash"}], ids=["panic", "tracker-crash"])
+def test_the_plan_at_depth_3_counts_agentcore_s_thrice_scenarios_exactly(conditions):
+    """A small sweep is counted exactly, the second points where the tracker crashes (played in full,
+    not from a noted state) too."""
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=ONCE_PER_TURN, depth=3, **conditions)
+    cfg = agentsweep.Config(jobs.load("triage"), designs.get("once-per-turn"), "keyed", **conditions)
+    result = agentsweep.sweep([cfg], depth=3)
+    assert plan.exact is True and (plan.chunks, plan.scenarios) == (result.rows[0].once, result.scenarios)
+    assert result.rows[0].thrice > result.rows[0].twice
+
+
+def test_the_estimate_of_the_chapter_s_table_at_depth_3_is_within_2_percent_and_quick():
+    start = time.monotonic()
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=3)
+    took = time.monotonic() - start
+    assert plan.exact is False and plan.chunks == TABLE_CHUNKS
+    assert abs(plan.scenarios - TABLE_DEPTH3_SCENARIOS) / TABLE_DEPTH3_SCENARIOS < 0.02, plan.scenarios
+    assert took < 5  # counting it exactly plays each of its 9,251 twice scenarios' restarts: 7.5 s here
+
+
+def test_a_depth_3_sweep_too_big_to_store_is_refused_by_its_plan_saying_its_size():
+    with pytest.raises(ValidationError) as e:
+        planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=3, runs=2)
+    (message,) = e.value.messages
+    assert message.startswith("this sweep has about 1,0") and f"{limits.MAX_DEPTH3_SCENARIOS:,}" in message
+    assert e.value.error_list[0].code == "too_big"
+
+
 def test_planning_stores_and_enqueues_nothing(enqueued):
     planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
     assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []
 
 
-@pytest.mark.parametrize("bad", [{"depth": 3}, {"runs": 0}, {"configs": []}, {"person": "robot"},
+@pytest.mark.parametrize("bad", [{"depth": 4}, {"depth": 3, "person": "queue"}, {"runs": 0}, {"configs": []},
+                                 {"person": "robot"},
                                  {"job_source": '{"name": "x"}'}, {"job_source": None}])
 def test_planning_bad_settings_raises_as_creating_does(bad):
     with pytest.raises(ValidationError):

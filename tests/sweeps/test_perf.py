@@ -1,5 +1,5 @@
 """With 100,000 scenario rows stored, the sweep page, heatmaps, scenario list and compare page answer in
-under 150 ms.
+under 150 ms; so do a depth-3 sweep's (its third-point map and filters too).
 
 The rows (10 configurations x 100 first points x 100 scenarios each: the once scenario and 99 twice
 scenarios) are bulk-created once for the module. Each page is requested once to warm up, then
@@ -28,10 +28,10 @@ BUDGET_MS = 150
 REPEATS = 5
 
 
-@pytest.fixture(scope="module")
-def big(django_db_setup, django_db_blocker):
+def stored_for_the_module(django_db_blocker, **shape):
+    """A big sweep (_data.big_sweep's `shape`) of ROWS rows while the module's tests run, then deleted."""
     with django_db_blocker.unblock():
-        sweep = _data.big_sweep(configs_n=10, firsts=100, per_first=100)
+        sweep = _data.big_sweep(**shape)
         assert Scenario.objects.filter(sweep=sweep).count() == ROWS
         if connection.vendor == "postgresql":  # what autovacuum does soon after a bulk insert
             with connection.cursor() as cur:
@@ -48,6 +48,11 @@ def big(django_db_setup, django_db_blocker):
 def client() -> Client:
     """A viewer: reading needs a login (its session and permissions are part of each page's time)."""
     return logged_in(member("vic", "viewer"))
+
+
+@pytest.fixture(scope="module")
+def big(django_db_setup, django_db_blocker):
+    yield from stored_for_the_module(django_db_blocker, configs_n=10, firsts=100, per_first=100)
 
 
 def median_ms(client: Client, url: str) -> tuple[float, str]:
@@ -107,3 +112,38 @@ def test_the_heatmap_with_every_metric_stays_small(big, client):
     """Both maps carry all four metrics (a new colour needs no request): the page stays under 1.5 MB."""
     _, page = median_ms(client, reverse("sweeps:heatmap", args=[big.pk]) + "?config=4")
     assert len(page.encode()) < 1_500_000
+
+
+# A depth-3 sweep of 100,000 rows: 4 configurations x 25 first points x (the once scenario, 27 twice
+# scenarios and 36 thrice scenarios after each).
+@pytest.fixture(scope="module")
+def deep(django_db_setup, django_db_blocker):
+    yield from stored_for_the_module(django_db_blocker, configs_n=4, firsts=25, per_first=28, thirds=36)
+
+
+DEEP_PAGES = [
+    ("sweeps:detail", ""),
+    ("sweeps:progress", ""),
+    ("sweeps:heatmap", "?config=2"),
+    ("sweeps:heatmap", "?config=3&first=7&second=20&metric=asks"),  # the third-point map
+    ("sweeps:scenarios", "?thrice=yes&page=500"),
+    ("sweeps:scenarios", "?config=1&third_point=30&has_dups=yes"),
+    ("sweeps:scenarios", "?twice=yes&thrice=no&sum=duplicates"),  # the table's twice number at depth 3
+]
+
+
+@pytest.mark.parametrize("name,query", DEEP_PAGES, ids=[f"{n.split(':')[1]}{q}" for n, q in DEEP_PAGES])
+def test_a_depth_3_sweep_s_page_answers_within_budget(deep, client, name, query):
+    ms, page = median_ms(client, reverse(name, args=[deep.pk]) + query)
+    assert ms < BUDGET_MS
+    if "first=7" in query:
+        assert 'id="fig-third"' in page
+
+
+def test_a_depth_3_sweep_s_table_counts_its_thrice_scenarios(deep, client):
+    _, page = median_ms(client, reverse("sweeps:detail", args=[deep.pk]))
+    assert f'<strong id="scenarios">{ROWS}</strong>' in page and ">thrice</th>" in page
+    Sweep.objects.filter(pk=deep.pk).update(table=None)
+    ms, page = median_ms(client, reverse("sweeps:compare") + f"?a={deep.pk}&b={deep.pk}")
+    assert ms < BUDGET_MS
+    assert '<strong id="changed-count">0</strong> of 4 configurations differ' in page

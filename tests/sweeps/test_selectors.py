@@ -106,6 +106,14 @@ def test_progress_eta_weighs_chunks_by_their_restart_s_length():
     assert p["eta_seconds"] == 24.0  # weights 4 + 3 stored in 56 s, 2 + 1 left (counting chunks: 56 s)
 
 
+def test_progress_eta_of_depth_3_weighs_chunks_by_their_restart_s_length_squared():
+    """At depth 3 a chunk holds about (n - f + 1)^2 scenarios: the first points are most of the work."""
+    s = _data.make_sweep(1, total_chunks=4, depth=3)
+    _chunks(s, [s.created_at, s.created_at, None, None])
+    p = selectors.sweep_progress(s, now=s.created_at + timedelta(seconds=50))
+    assert p["eta_seconds"] == 10.0  # weights 16 + 9 stored in 50 s, 4 + 1 left
+
+
 def test_progress_eta_of_depth_1_counts_chunks():
     s = _data.make_sweep(1, total_chunks=4, depth=1)
     _chunks(s, [s.created_at, None, None, None])

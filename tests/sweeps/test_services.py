@@ -72,7 +72,8 @@ def test_create_rejects_a_bad_job_and_stores_nothing():
     {"configs": [{"name": "x", "design": "loop", "tracker": "sometimes"}]},
     {"configs": [{"name": "x", "design": "loop"}]},
     {"configs": LOOP + LOOP},
-    {"depth": 3},
+    {"depth": 4},
+    {"depth": 3, "person": "queue"},
     {"runs": 0},
     {"runs": 11},
     {"person": "robot"},
@@ -380,8 +381,10 @@ def test_chunks_are_stored_as_agentcore_records():
     result = agentsweep.sweep([cfg], depth=2)
     stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point")
     fields = schema.RECORD_FIELDS
-    # A once scenario's second point, kind and label are stored as 0, "" and "" (not NULL).
-    blank = {"second_point": 0, "second_kind": "", "second_label": ""}
+    # A once scenario's second point, kind and label are stored as 0, "" and "" (not NULL), as are
+    # the third point's of every scenario below depth 3.
+    blank = {"second_point": 0, "second_kind": "", "second_label": "", "third_point": 0, "third_kind": "",
+             "third_label": ""}
     assert [tuple(getattr(s, f) for f in fields) for s in stored] == [
         tuple(blank[f] if f in blank and getattr(r, f) is None else getattr(r, f) for f in fields)
         for r in result.records[0]]
@@ -626,3 +629,62 @@ def test_a_sweep_too_big_to_plan_is_refused_and_nothing_stored():
     with pytest.raises(ValidationError, match="first crash points"):
         launch.sweep_create(user=None, job_source=job, configs=configs)
     assert Sweep.objects.count() == 0
+
+
+ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"}]
+
+
+def stored_records(sweep):
+    """The sweep's rows as agentcore records (their fields as stored, read back), in the CLI's order."""
+    return [schema.row_record(schema.instance_values(s))
+            for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)]
+
+
+def agentcore_records(configs, depth):
+    cfgs = [agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
+            for c in configs]
+    return agentsweep.sweep(cfgs, depth=depth)
+
+
+def test_a_depth_3_sweep_stores_agentcore_s_records_with_their_third_points():
+    sweep = run_all(create(configs=ONCE_PER_TURN, depth=3))
+    result = agentcore_records(ONCE_PER_TURN, 3)
+    assert sweep.status == Sweep.Status.DONE
+    assert [r.to_dict() for r in stored_records(sweep)] == [
+        dataclasses.replace(r, timeline=None, effects=None).to_dict() for r in result.records[0]]
+    assert sweep.table == [r.to_dict() for r in result.rows] and sweep.table[0]["thrice"] > 0
+
+
+def test_storing_a_depth_3_chunk_twice_stores_its_thrice_scenarios_once():
+    sweep = create(configs=ONCE_PER_TURN, depth=3)
+    pk = chunk_ids(sweep)[0]
+    chunks.chunk_run(chunk_id=pk)
+    n = Scenario.objects.filter(sweep=sweep).count()
+    assert n > Scenario.objects.filter(sweep=sweep, third_point=0).count() > 0
+    Chunk.objects.filter(pk=pk).update(stored=False)  # as if the first store's message were redelivered
+    chunks.chunk_run(chunk_id=pk)
+    assert Scenario.objects.filter(sweep=sweep).count() == n
+
+
+def test_a_thrice_scenario_s_timeline_is_replayed_as_agentcore_keeps_it():
+    sweep = run_all(create(configs=ONCE_PER_TURN, depth=3))
+    sc = Scenario.objects.filter(sweep=sweep, third_point__gt=0, duplicates__gt=0).order_by("pk").first()
+    cfg = agentsweep.Config(jobs.load("triage"), designs.get("once-per-turn"), "keyed")
+    chunk = agentsweep.Chunk(0, sc.first_point, sc.first_kind, sc.first_label)
+    kept = [r for r in agentsweep.run_chunk(cfg, chunk, 3, collect=True, merge=False).records
+            if (r.second_point, r.third_point) == (sc.second_point, sc.third_point)]
+    assert timelines.scenario_timeline(scenario_id=sc.pk) == kept[0].timeline
+    assert sum(e["kind"] == "crash" for e in kept[0].timeline) == 3
+
+
+def test_a_depth_3_sweep_too_big_to_store_is_refused_and_nothing_is_stored(enqueued):
+    with pytest.raises(ValidationError, match=r"at depth 3, more than the 1,000,000") as e:
+        create(configs=sweep_configs.table_configs_for(), depth=3, runs=2)
+    assert "about 1,0" in e.value.messages[0] and "depth 2" in e.value.messages[0]
+    assert Sweep.objects.count() == 0 and Chunk.objects.count() == 0 and enqueued == []
+
+
+def test_depth_3_needs_the_scripted_person(enqueued):
+    with pytest.raises(ValidationError, match="depth 3 needs the scripted person"):
+        create(configs=ONCE_PER_TURN, depth=3, person="queue")
+    assert Sweep.objects.count() == 0 and enqueued == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from datetime import datetime
@@ -10,7 +11,7 @@ import pytest
 import redis
 from django.db import connection
 
-from agentcore import designs, jobs
+from agentcore import designs, jobs, report
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import schema, selectors, tasks
@@ -155,9 +156,9 @@ def four_workers(transactional_db, tmp_path, monkeypatch):
     env = {**sweepworkers.worker_environ(), "SWEEPSITE_QUEUE": queue, "SWEEPSITE_STALL_SECONDS": "0"}
     sent: dict[str, list[int]] = {}
 
-    def publish(name, args, producer):
+    def publish(name, args, producer, priority=taskqueue.NORMAL):
         chunk_ids = list(args[0]) if name == tasks.chunks_run.name else [args[0]]
-        sent[app.send_task(name, args, producer=producer, queue=queue).id] = chunk_ids
+        sent[app.send_task(name, args, producer=producer, queue=queue, priority=priority).id] = chunk_ids
 
     workers = Workers(tmp_path, env, pool="solo", concurrency=1, queue=queue)
     try:
@@ -216,3 +217,40 @@ def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four
     # How evenly the split deals the work is test_services' (worker finish spreads, computed); real
     # workers on a loaded machine differ in speed, so here: every one of the four took a real part.
     assert all(s["scenarios"] >= len(expected) / (3 * FOUR) for s in shares), shares
+
+
+ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"},
+                 {"name": "markers, keyless", "design": "markers", "tracker": "keyless"}]
+
+
+def depth3_through_workers(wait_until):
+    """A depth-3 sweep of two configurations by the workers, and agentcore's sweep of them in process."""
+    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
+                                configs=ONCE_PER_TURN, depth=3)
+    wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
+    sweep.refresh_from_db()
+    assert sweep.status == Sweep.Status.DONE, sweep.error
+    cfgs = [agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
+            for c in ONCE_PER_TURN]
+    return sweep, agentsweep.sweep(cfgs, depth=3, workers=2)
+
+
+def test_a_depth_3_sweep_by_real_workers_stores_agentcore_s_records_and_table(celery_workers, wait_until):
+    sweep, result = depth3_through_workers(wait_until)
+    stored = [schema.row_record(schema.instance_values(s)).to_dict()
+              for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)]
+    assert stored == [dataclasses.replace(r, timeline=None, effects=None).to_dict() for recs in result.records
+                      for r in recs]
+    assert sum(r.third_point is not None for recs in result.records for r in recs) > 2000
+    rows = selectors.sweep_table(sweep)
+    assert [r.to_dict() for r in rows] == [r.to_dict() for r in result.rows] == sweep.table
+    assert report.render(rows, "text") == report.render(result.rows, "text")  # with its thrice column
+    assert "thrice" in report.render(rows, "text").splitlines()[0]
+
+
+@pytest.mark.services
+def test_a_depth_3_sweep_on_postgresql_and_redis_stores_agentcore_s_table(celery_workers, wait_until):
+    assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
+    sweep, result = depth3_through_workers(wait_until)
+    assert sweep.table == [r.to_dict() for r in result.rows]
+    assert Scenario.objects.filter(sweep=sweep).count() == result.scenarios

@@ -265,7 +265,8 @@ def test_launch_of_the_built_in_job_with_a_file_chosen_is_refused(auth):
     {"job": "nope"},
     {"preset": "custom", "designs": [], "trackers": ["keyed"]},
     {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
-    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "3"}, {"person": "robot"},
+    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "4"}, {"depth": "3", "person": "queue"},
+    {"person": "robot"},
     {"crash_model": "earthquake"}, {"fsync": "maybe"}, {"tracker_fault": "flaky"},
     {"request_token": "not-a-uuid"},
 ], ids=lambda c: ",".join(c))
@@ -1220,3 +1221,149 @@ def test_admin_refuses_anonymous(anon):
 def test_login_page(anon):
     r = anon.get(reverse("login"))
     assert r.status_code == 200 and "csrfmiddlewaretoken" in text(r)
+
+
+# --- 9. depth 3 ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def deep():
+    """A depth-3 sweep: configuration 0 crashed at first point 1 has two twice scenarios (second points
+    1 and 2) and three thrice ones; configuration 1 only a once scenario."""
+    s = _data.make_sweep(2, depth=3, total_chunks=2)
+    _data.add(s, 0, 1)
+    _data.add(s, 0, 1, 1, duplicates=1)
+    _data.add(s, 0, 1, 1, third_point=1, third_kind="tool-returned", third_label="tool-returned r1", duplicates=2)
+    _data.add(s, 0, 1, 1, third_point=2, third_kind="result-saved", third_label="result-saved r2", asks=1)
+    _data.add(s, 0, 1, 2)
+    _data.add(s, 0, 1, 2, third_point=1, third_kind="reply-arrived", third_label="reply-arrived r1", missing=1)
+    _data.add(s, 1, 1)
+    _data.chunk(s, 0, 1, scenarios=6)
+    _data.chunk(s, 1, 1, scenarios=1)
+    return s
+
+
+def heatmap_page(client, sweep, query=""):
+    return text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + query))
+
+
+def test_a_depth_3_sweep_s_table_has_the_thrice_column_after_twice(client, deep):
+    page = text(client.get(reverse("sweeps:detail", args=[deep.pk])))
+    heads = re.findall(r"<th[^>]*>([^<]+)</th>", page.split('id="results"')[1].split("</thead>")[0])
+    assert heads[:4] == ["design", "once", "twice", "thrice"]
+    # once, twice, thrice, with dups, dups, missing, ...: the stored rows counted apart
+    assert table_numbers(page, "save once per turn")[:6] == [1, 2, 3, 2, 3, 1]
+    base = reverse("sweeps:scenarios", args=[deep.pk])
+    assert f'href="{base}?config=0&amp;thrice=yes"' in page
+    assert f'href="{base}?config=0&amp;twice=yes&amp;thrice=no"' in page
+
+
+def test_a_depth_2_sweep_s_pages_are_as_they_were(client, auth, sweep):
+    detail = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert "thrice" not in detail and "third" not in detail
+    assert table_numbers(detail, "save once per turn") == CONFIG_0
+    scenarios = text(client.get(reverse("sweeps:scenarios", args=[sweep.pk])))
+    assert "thrice" not in scenarios and "third" not in scenarios
+    heat = heatmap_page(client, sweep, "?config=0&first=1&second=1")  # a pair means nothing at depth 2
+    assert 'id="third"' not in heat and 'id="fig-third"' not in heat and 'name="first"' not in heat
+    header = b"".join(auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"])).streaming_content)
+    assert header.decode().splitlines()[0].endswith(
+        "first_point,first_kind,first_label,second_point,second_kind,second_label,duplicates,missing,wrong,gave_up,"
+        "denied_ran,asks,avoidable,approvals,model_calls,calls_plus,status")
+
+
+def test_the_scenario_list_filters_by_the_third_point(client, deep):
+    url = reverse("sweeps:scenarios", args=[deep.pk])
+    assert count_shown(text(client.get(url + "?thrice=yes"))) == 3
+    assert count_shown(text(client.get(url + "?twice=yes&thrice=no"))) == 2
+    assert count_shown(text(client.get(url + "?third_point=2"))) == 1
+    assert count_shown(text(client.get(url + "?third_point=0"))) == 4
+    page = text(client.get(url + "?thrice=yes&config=0"))
+    assert "<th>third point</th>" in page and "<code>result-saved r2</code>" in page
+
+
+def test_the_heatmap_shows_the_third_points_of_a_chosen_pair(client, deep):
+    page = heatmap_page(client, deep, "?config=0&first=1&second=1")
+    fig = figure(page, "third")
+    ids = dict(Scenario.objects.filter(sweep=deep, second_point=1, third_point__gt=0).values_list("third_point", "pk"))
+    assert fig["data"][0]["z"] == [[2, 0]]  # duplicates of third points 1 and 2
+    assert [c[1] for c in fig["data"][0]["customdata"][0]] == [ids[1], ids[2]]
+    assert fig["layout"]["xaxis"]["ticktext"] == ["1 tool-returned", "2 result-saved"]
+    assert fig["metrics"]["asks"]["restyle"]["z"] == [[[0, 1]]]
+    twice = Scenario.objects.get(sweep=deep, first_point=1, second_point=1, third_point=0)
+    assert f'href="{reverse("sweeps:scenario", args=[twice.pk])}?back=' in page
+    assert "2 thrice scenarios" in page
+
+
+def test_the_heatmap_s_second_map_leaves_the_thrice_scenarios_to_the_third(client, deep):
+    page = heatmap_page(client, deep, "?config=0&metric=missing")
+    assert figure(page, "second")["data"][0]["z"] == [[0], [0]]  # the twice scenarios (1, 1) and (1, 2) only
+    assert 'data-third="1"' in page and 'url.searchParams.set("second", p.y)' in page
+    assert 'id="third-none"' in page and 'id="fig-third"' not in page
+    assert 'name="first"' in page and 'name="second"' in page  # the pair can be chosen without a click
+
+
+def test_a_pair_without_a_twice_scenario_says_so(client, deep):
+    page = heatmap_page(client, deep, "?config=1&first=1&second=1")
+    assert "has no twice scenario at first point 1, second point 1" in page and 'id="fig-third"' not in page
+
+
+@pytest.mark.parametrize("query", ["first=1", "second=2", "first=0&second=1", "first=1&second=x"])
+def test_a_half_or_bad_pair_is_400(client, deep, query):
+    assert client.get(reverse("sweeps:heatmap", args=[deep.pk]) + "?" + query).status_code == 400
+
+
+def test_a_thrice_scenario_s_page_names_its_third_point(client, deep):
+    sc = Scenario.objects.get(sweep=deep, second_point=2, third_point=1)
+    sc.timeline, sc.effects = [{"kind": "start", "text": "process 1"}], []
+    sc.save()
+    page = text(client.get(reverse("sweeps:scenario", args=[sc.pk])))
+    assert '<strong id="third-point">1</strong> of the second restart: <code>reply-arrived r1</code>' in page
+
+
+def test_a_depth_3_sweep_s_scenario_exports_carry_the_third_point(auth, deep):
+    url = reverse("sweeps:export_scenarios", args=[deep.pk, "csv"]) + "?config=0"
+    rows = list(csv.DictReader(io.StringIO(b"".join(auth.get(url).streaming_content).decode())))
+    assert list(rows[0])[-14:-11] == ["third_point", "third_kind", "third_label"]
+    assert [(r["second_point"], r["third_point"], r["third_label"]) for r in rows] == [
+        ("", "", ""), ("1", "", ""), ("1", "1", "tool-returned r1"), ("1", "2", "result-saved r2"), ("2", "", ""),
+        ("2", "1", "reply-arrived r1")]
+    url = reverse("sweeps:export_scenarios", args=[deep.pk, "jsonl"]) + "?thrice=yes"
+    lines = [json.loads(line) for line in b"".join(auth.get(url).streaming_content).decode().splitlines()]
+    assert [(d["third_point"], d["third_kind"]) for d in lines] == [
+        (1, "tool-returned"), (2, "result-saved"), (1, "reply-arrived")]
+
+
+def test_a_depth_3_sweep_s_table_export_is_agentcore_s_with_thrice(auth, deep):
+    Sweep.objects.filter(pk=deep.pk).update(status=Sweep.Status.DONE)
+    rows = list(csv.DictReader(io.StringIO(text(auth.get(reverse("sweeps:export_table", args=[deep.pk, "csv"]))))))
+    assert list(rows[0])[:5] == ["name", "once", "twice", "thrice", "with_dups"] and rows[0]["thrice"] == "3"
+    md = text(auth.get(reverse("sweeps:export_table", args=[deep.pk, "md"])))
+    assert md.split("\n\n", 1)[1] == render(selectors.sweep_table(deep), "markdown") and "| thrice |" in md
+
+
+def test_compare_shows_thrice_when_a_sweep_has_depth_3(client, deep, sweep):
+    page = text(client.get(reverse("sweeps:compare") + f"?a={sweep.pk}&b={deep.pk}"))
+    assert page.count('<th class="num">thrice</th>') == 2  # on both sides
+    assert "Different depth: 2 in A, 3 in B." in page
+
+
+def test_the_chapter_s_table_at_depth_3_is_launched_from_the_form(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(depth="3"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and r["Location"] == reverse("sweeps:detail", args=[sweep.pk])
+    assert (sweep.depth, sweep.total_chunks, len(sweep.configs)) == (3, 412, 11)
+
+
+def test_a_depth_3_launch_too_big_to_store_is_a_form_error_saying_its_size_and_stores_nothing(auth):
+    r = auth.post(reverse("sweeps:launch"), launch_data(depth="3", runs="2"))
+    assert r.status_code == 400
+    assert "scenarios at depth 3, more than the 1,000,000 a depth-3 sweep may have" in text(r)
+    assert Sweep.objects.count() == Chunk.objects.count() == 0
+
+
+def test_the_planned_size_of_a_depth_3_launch_counts_its_thrice_scenarios_or_refuses_it(auth):
+    plan = auth.post(reverse("sweeps:plan"), launch_data(depth="3")).json()
+    assert plan["chunks"] == 412 and plan["exact"] is False and abs(plan["scenarios"] - 167_971) < 3_400
+    assert plan["text"].startswith("412 chunks · about 167,000 scenarios")
+    r = auth.post(reverse("sweeps:plan"), launch_data(depth="3", runs="2"))
+    assert r.status_code == 400 and "more than the 1,000,000" in r.json()["errors"][0]

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from agentcore import jobs, report
 from agentcore.checkpoint import CheckpointError
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, replay, selectors, workers
+from sweeps import configs, plan, replay, selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep
 from sweeps.services import launch, recovery
@@ -82,6 +82,8 @@ class Command(BaseCommand):
             if not options["workers"]:  # user errors first, then whether anything would run it
                 configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
                                     source_name=source_name, **conditions)
+                plan.depth3_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                  source_name=source_name, **conditions)
                 self._need_workers()
             sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
                                         runs=runs, source_name=source_name, **conditions)

@@ -21,13 +21,21 @@
   // A first-map cell: its scenarios, the list stating the clicked metric's sum over them.
   draw("heatmap-first", "fig-first",
        (div, p) => div.dataset.url + "?config=" + q(p.y) + "&first_point=" + q(p.x) + "&sum=" + q(metric.value));
-  // A second-map cell is one scenario (its ID in customdata): its timeline, with the way back here.
+  const timeline = (div, id) => id ? div.dataset.scenarioUrl.replace(/0\/$/, q(id) + "/") +
+    "?back=" + q(window.location.pathname + window.location.search) : null;
+  // A second-map cell is one scenario (its ID in customdata): its timeline, with the way back here;
+  // at depth 3, the third map of its (first, second) pair.
   draw("heatmap-second", "fig-second", function (div, p) {
-    const id = p.customdata && p.customdata[2];
-    if (!id) return null;
-    return div.dataset.scenarioUrl.replace(/0\/$/, q(id) + "/") +
-      "?back=" + q(window.location.pathname + window.location.search);
+    if (!div.dataset.third) return timeline(div, p.customdata && p.customdata[2]);
+    const url = new URL(window.location.href);
+    url.searchParams.set("metric", metric.value);
+    url.searchParams.set("first", p.x);
+    url.searchParams.set("second", p.y);
+    url.hash = "third";
+    return url.toString();
   });
+  // A third-map cell is one thrice scenario: its timeline.
+  draw("heatmap-third", "fig-third", (div, p) => timeline(div, p.customdata && p.customdata[1]));
   // Another metric: every map swaps its values in place (the figure carries them all), and the URL
   // follows, so a reload or the way back from a timeline keeps it.
   metric.addEventListener("change", function () {
@@ -39,5 +47,9 @@
     url.searchParams.set("metric", metric.value);
     window.history.replaceState(null, "", url);
   });
-  document.getElementById("config").addEventListener("change", function () { form.submit(); });
+  document.getElementById("config").addEventListener("change", function () {
+    // Another configuration has other (first, second) pairs: its third map is chosen anew.
+    for (const id of ["first", "second"]) { const input = document.getElementById(id); if (input) input.value = ""; }
+    form.submit();
+  });
 })();

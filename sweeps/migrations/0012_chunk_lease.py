@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sweeps', '0010_audit'),
+        ('sweeps', '0011_scenario_third_point'),
     ]
 
     operations = [
