@@ -1297,7 +1297,7 @@ def test_the_heatmap_shows_the_third_points_of_a_chosen_pair(client, deep):
 def test_the_heatmap_s_second_map_leaves_the_thrice_scenarios_to_the_third(client, deep):
     page = heatmap_page(client, deep, "?config=0&metric=missing")
     assert figure(page, "second")["data"][0]["z"] == [[0], [0]]  # the twice scenarios (1, 1) and (1, 2) only
-    assert 'data-third="1"' in page and 'url.searchParams.set("second", p.y)' in page
+    assert 'data-third="1"' in page and 'url.searchParams.set("second", p.y)' in heatmap_script(page)
     assert 'id="third-none"' in page and 'id="fig-third"' not in page
     assert 'name="first"' in page and 'name="second"' in page  # the pair can be chosen without a click
 
