@@ -137,12 +137,25 @@ serve: $(STAMP)
 # Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
 # `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless
 # REQUIRE_SERVICES=1, as on CI). Exit status 5 (no tests collected) is not a failure.
+# The first pass uses both cores: agentcore's tests (pure computation, their own pytest session and
+# temp folder) run beside the dashboard's, their output shown when both have ended; then the tests
+# that time things (the fault tests' seconds from a kill to a re-run, the pages' time budgets) run
+# alone, so that nothing else competes with them for the cores.
 # The fault tests (`faults`) run in both passes: worker kills on SQLite and the filesystem broker
 # in the first; worker kills and a broker restart on PostgreSQL and a private redis-server (a free
 # port, started and stopped by the tests; never the shared one) in the second.
+ok = [ $$1 -eq 0 ] || [ $$1 -eq 5 ]
 test: $(STAMP) lint
-	@echo "== pytest: SQLite and the filesystem broker =="
-	@$(PY) -m pytest -m "$(NOT_SERVICES)" $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
+	@echo "== pytest: SQLite and the filesystem broker: agentcore's tests beside the dashboard's =="
+	@log=$$(mktemp); \
+	$(PY) -m pytest tests/agentcore -m "$(NOT_SERVICES)" $(PYTEST_ARGS) >$$log 2>&1 & agent=$$!; \
+	$(PY) -m pytest --ignore=tests/agentcore -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS); rc=$$?; \
+	wait $$agent; arc=$$?; \
+	echo "== pytest tests/agentcore (ran beside the above) =="; cat $$log; rm -f $$log; \
+	set -- $$rc; $(ok) || exit $$rc; set -- $$arc; $(ok) || exit $$arc
+	@echo "== pytest: SQLite and the filesystem broker: the timed tests alone (faults, page budgets) =="
+	@$(PY) -m pytest --ignore=tests/agentcore -m "($(NOT_SERVICES)) and (faults or perf)" $(PYTEST_ARGS); rc=$$?; \
+	[ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
 	@echo "== pytest -m services: PostgreSQL ($(SERVICES_DATABASE_URL)) and Redis ($(SERVICES_BROKER_URL)) =="
 	@if $(PY) -c "$$SERVICES_UP"; then \
 		DATABASE_URL=$(SERVICES_DATABASE_URL) CELERY_BROKER_URL=$(SERVICES_BROKER_URL) \

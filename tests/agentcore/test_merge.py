@@ -50,8 +50,11 @@ def test_a_generated_job_is_the_same_merged():
     {"tracker_fault": "strict-params"},
 ], ids=str)
 def test_every_world_is_the_same_merged(conditions):
-    configs = [c for c in table_configs(TRIAGE, **conditions)
-               if c.design.name in ("loop", "keys", "markers", "tool-fails", "approval-gate")]
+    # Without fsync a power cut tears writes into many more states (the five designs took 110 s
+    # unmerged): there one design that doubles and loses keeps the case near 8 s.
+    names = (("keys",) if conditions.get("fsync") is False
+             else ("loop", "keys", "markers", "tool-fails", "approval-gate"))
+    configs = [c for c in table_configs(TRIAGE, **conditions) if c.design.name in names]
     assert_same(*both(configs))
 
 

@@ -21,7 +21,7 @@ from sweeps.models import Chunk, Scenario, Sweep
 from tests.sweeps import _data
 from tests.sweeps._web import logged_in, member
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.perf]
 
 ROWS = 100_000
 BUDGET_MS = 150

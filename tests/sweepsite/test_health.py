@@ -51,7 +51,8 @@ def test_healthz_is_200_with_the_live_workers(client, celery_workers, where):
     body = r.json()
     assert r.status_code == 200 and body["ok"] is True, body
     assert body["database"] == body["broker"] == "ok" and body["problems"] == []
-    assert body["workers"] == len(celery_workers) and body["queue"] == settings.CELERY_TASK_DEFAULT_QUEUE
+    # At least the session's: workers that earlier tests started on this queue may still be stopping.
+    assert body["workers"] >= len(celery_workers) and body["queue"] == settings.CELERY_TASK_DEFAULT_QUEUE
     assert r["Cache-Control"].startswith("max-age=0")
 
 
