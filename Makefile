@@ -137,21 +137,24 @@ serve: $(STAMP)
 # Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
 # `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless
 # REQUIRE_SERVICES=1, as on CI). Exit status 5 (no tests collected) is not a failure.
-# The first pass uses both cores: agentcore's tests (pure computation, their own pytest session and
-# temp folder) run beside the dashboard's, their output shown when both have ended; then the tests
+# The first pass uses both cores: agentcore's and the browser's tests (a pytest session and temp folder
+# of their own) run beside the dashboard's, their output shown when both have ended; then the tests
 # that time things (the fault tests' seconds from a kill to a re-run, the pages' time budgets) run
 # alone, so that nothing else competes with them for the cores.
 # The fault tests (`faults`) run in both passes: worker kills on SQLite and the filesystem broker
 # in the first; worker kills and a broker restart on PostgreSQL and a private redis-server (a free
 # port, started and stopped by the tests; never the shared one) in the second.
 ok = [ $$1 -eq 0 ] || [ $$1 -eq 5 ]
+# The two halves of the first pass take like times (agentcore's computation and the browser's waits
+# against the dashboard's many short database tests).
+BESIDE := tests/agentcore tests/e2e
 test: $(STAMP) lint
-	@echo "== pytest: SQLite and the filesystem broker: agentcore's tests beside the dashboard's =="
+	@echo "== pytest: SQLite and the filesystem broker: the dashboard's tests beside agentcore's and the browser's =="
 	@log=$$(mktemp); \
-	$(PY) -m pytest tests/agentcore -m "$(NOT_SERVICES)" $(PYTEST_ARGS) >$$log 2>&1 & agent=$$!; \
-	$(PY) -m pytest --ignore=tests/agentcore -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m pytest $(BESIDE) -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS) >$$log 2>&1 & agent=$$!; \
+	$(PY) -m pytest $(BESIDE:%=--ignore=%) -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS); rc=$$?; \
 	wait $$agent; arc=$$?; \
-	echo "== pytest tests/agentcore (ran beside the above) =="; cat $$log; rm -f $$log; \
+	echo "== pytest $(BESIDE) (ran beside the above) =="; cat $$log; rm -f $$log; \
 	set -- $$rc; $(ok) || exit $$rc; set -- $$arc; $(ok) || exit $$arc
 	@echo "== pytest: SQLite and the filesystem broker: the timed tests alone (faults, page budgets) =="
 	@$(PY) -m pytest --ignore=tests/agentcore -m "($(NOT_SERVICES)) and (faults or perf)" $(PYTEST_ARGS); rc=$$?; \

@@ -71,12 +71,14 @@ MAX_CHUNK_ATTEMPTS = 5
 # round trip, the worker's per-task database connection and the store's transaction a small share
 # of the work. A message's chunks are stored together (one transaction).
 MAX_CHUNKS_PER_TASK = 8
-# Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/16 of the
+# Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/32 of the
 # estimated work not dealt yet, and none less than 1/128 of all of it (unless chunks run out). With
 # 4 workers the last messages are about 3% of a worker's share, so workers finish within that of
-# each other, where messages of equal size (1/32 each, before) left them up to 12% apart; and a
-# sweep makes about as many messages as before (the 8-pair loop job: 45, was 36).
-MESSAGE_SHARE = 16
+# each other, where messages of equal size (1/32 each, before) left them up to 12% apart. No message
+# is bigger than the old equal ones: a dead worker's chunks, queued again ahead of the queue
+# (services.leases), wait at most for the live workers' current messages (1/16 left some 4 s behind
+# a big first message on this 2-core machine, against the 5 s goal).
+MESSAGE_SHARE = 32
 TAIL_SHARE = 1 / 128
 
 # --- the planned size, before launching --------------------------------------------------------

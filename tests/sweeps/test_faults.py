@@ -321,7 +321,7 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         if status(sweep) in (Sweep.Status.DONE, Sweep.Status.FAILED):
             break
         hits = [k for k in kills if k.chunks]
-        if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.04 + 0.085 * len(hits)) * total:
+        if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.03 + 0.07 * len(hits)) * total:
             kill_one(rows, now)
         if now > deadline:
             pytest.fail(f"sweep {sweep.pk} not finished after {TIMEOUT} s\n{lab.logs()[-6000:]}")
