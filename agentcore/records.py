@@ -134,9 +134,9 @@ class TableRow:
         return tuple(getattr(self, c) for c in columns)
 
 
-def columns(rows: Sequence[TableRow]) -> tuple[str, ...]:
-    """COLUMNS, with thrice after twice when some row has a thrice scenario."""
-    if not any(r.thrice for r in rows):
+def columns(rows: Sequence[TableRow] = (), *, thrice: bool = False) -> tuple[str, ...]:
+    """COLUMNS, with thrice after twice when some row has a thrice scenario (or `thrice` says so)."""
+    if not (thrice or any(r.thrice for r in rows)):
         return COLUMNS
     return COLUMNS[:2] + DEPTH_COLUMNS + COLUMNS[2:]
 

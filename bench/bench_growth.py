@@ -11,7 +11,6 @@ measures the sweep that plays every scenario.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
@@ -24,16 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from agentcore import jobs  # noqa: E402
 
-# The job file of a generated job: its tools and turns as agentcore.jobs reads them.
-_TOOL_FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
-
 
 def job_file(n: int, folder: str) -> str:
-    job = jobs.turn_pairs(n)
-    tools = {name: {"op": t.op, **{f: True for f in _TOOL_FLAGS if getattr(t, f)}} for name, t in job.tools.items()}
-    turns = [{"calls": [{"id": c.id, "tool": c.tool, "args": c.args} for c in t]} for t in job.turns]
+    """The job file of a generated job (agentcore.jobs.turn_pairs_source)."""
     path = Path(folder) / f"pairs-{n}.json"
-    path.write_text(json.dumps({"name": job.name, "tools": tools, "turns": [*turns, {"final": job.final}]}))
+    path.write_text(jobs.turn_pairs_source(n))
     return str(path)
 
 

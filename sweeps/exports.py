@@ -164,14 +164,13 @@ def filename(sweep_id: int, what: str, suffix: str) -> str:
 
 
 def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_conditions: Conditions,
-                b_conditions: Conditions) -> str:
+                b_conditions: Conditions, columns: Sequence[str] = COLUMNS) -> str:
     """Two sweeps' tables compared (selectors.compare_tables rows) as CSV: per configuration, which
     sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
-    where a sweep lacks the row), then each sweep's conditions in words ("power-cut, fsync off")."""
+    where a sweep lacks the row; `columns`: selectors.table_columns of the two), then each sweep's
+    conditions in words ("power-cut, fsync off")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
-    rows = list(rows)
-    columns = [c["column"] for c in rows[0]["cells"]] if rows else list(COLUMNS)
     writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
                      *(f"{c}_{side}" for c in columns for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
     words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]

@@ -11,6 +11,7 @@ from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from agentcore import audit as agentaudit
+from agentcore import records
 from agentcore.jobs import Job
 from agentcore.jobs import parse as parse_job
 from agentcore.records import COLUMNS, DEPTH_COLUMNS, ScenarioRecord, TableRow
@@ -62,9 +63,7 @@ def table_columns(*sweeps: Sweep) -> tuple[str, ...]:
     """The columns the pages show for these sweeps' tables: agentcore's COLUMNS, with thrice after
     twice when one of them has depth 3 (agentcore.records.columns shows it when a row has some; a
     page shows it from the start, so that the live poll has its cells to fill)."""
-    if not any(s.depth == 3 for s in sweeps):
-        return COLUMNS
-    return COLUMNS[:2] + DEPTH_COLUMNS + COLUMNS[2:]
+    return records.columns(thrice=any(s.depth == 3 for s in sweeps))
 
 
 # --- pages, exports and charts ---------------------------------------------------------------

@@ -153,6 +153,7 @@ class Keeper:
         n = _guarded("the lease keeper", self._renew_and_lead)
         if self.leading and time.monotonic() >= self.next_stall:
             self.next_stall = time.monotonic() + min(max(self.stalled_for / 4, 0.25), 15.0)
+            _guarded("forgetting dead workers' leases", _forget)  # not every 0.25 s, as the keeper renews
             n += watchdog_round(self.stalled_for)
         return n
 
@@ -169,8 +170,14 @@ class Keeper:
             self.leading, self.next_stall = leading, 0.0
         if not leading:
             return 0
-        leases.leases_forget()
         return recovery.chunks_requeue_lapsed()
+
+
+def _forget() -> int:
+    from sweeps.services import leases
+
+    leases.leases_forget()
+    return 0
 
 
 def _keep(stalled_for: float, main: bool) -> None:

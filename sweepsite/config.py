@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
 
 SECRET_KEY_FILE = "secret_key"
 
@@ -40,7 +41,7 @@ def install_secret_key(var_dir: Path) -> str:
         return _read_key(path)
     except FileNotFoundError:
         pass
-    key = secrets.token_urlsafe(50)
+    key = get_random_secret_key()
     tmp = var_dir / f".{SECRET_KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -8,6 +8,7 @@ locked out, so the right one is refused too, with this page.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.conf import settings
@@ -19,7 +20,8 @@ from django.shortcuts import render
 def lockout_message() -> str:
     failures = settings.AXES_FAILURE_LIMIT
     cooloff = settings.AXES_COOLOFF_TIME
-    wait = (f"try again in {round(cooloff.total_seconds() / 60)} minutes, or ask staff to unlock it"
+    minutes = math.ceil(cooloff.total_seconds() / 60) if cooloff else 0  # a fraction of a minute: 1, not 0
+    wait = (f"try again in {minutes} minute{'s' if minutes != 1 else ''}, or ask staff to unlock it"
             if cooloff else "ask staff to unlock it")
     return (f"Too many failed logins: after {failures} wrong passwords for this username from your address, "
             f"logging in with it from here is locked (the right password is refused too). {wait.capitalize()}.")

@@ -166,7 +166,8 @@ def chunks_requeue_lapsed() -> int:
     lapsed = Chunk.objects.filter(lease_until__lt=now, stored=False, sweep__status=Sweep.Status.RUNNING).exclude(
         holder__in=leases.live_workers())
     n = 0
-    for sweep_id in sorted(set(lapsed.values_list("sweep_id", flat=True))):
+    # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
+    for sweep_id, depth in sorted(set(lapsed.values_list("sweep_id", "sweep__depth"))):
         try:
             with transaction.atomic():
                 # Published before the commit: a worker that gets the message first waits for these
@@ -177,7 +178,8 @@ def chunks_requeue_lapsed() -> int:
                 if not ids:
                     continue
                 Chunk.objects.filter(pk__in=ids).update(holder="", lease_until=None)
-                taskqueue.enqueue(Sweep(pk=sweep_id), chunk_ids=ids, fail_sweep=False, first=True)
+                taskqueue.enqueue(Sweep(pk=sweep_id, depth=depth), chunk_ids=ids, fail_sweep=False,
+                                  first=True)
         except Exception:  # noqa: BLE001 - the broker or the database went away: the next round tries again
             log.exception("sweep %s: the watchdog could not queue again the chunks of a dead worker", sweep_id)
             continue

@@ -81,6 +81,7 @@ def compare_export(request: HttpRequest) -> HttpResponse:
         return bad_request(request, "choose two sweeps to compare (a and b)", form)
     a, b = pair
     response = HttpResponse(exports.compare_csv(selectors.sweep_compare(a, b), a.pk, b.pk, conditions_of(a),
-                                                conditions_of(b)), content_type="text/csv; charset=utf-8")
+                                                conditions_of(b), selectors.table_columns(a, b)),
+                            content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="compare-sweep-{a.pk}-with-{b.pk}.csv"'
     return response

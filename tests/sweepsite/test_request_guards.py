@@ -218,16 +218,19 @@ def test_make_serve_answers_413_and_403_without_waiting_for_the_body(django_db_b
 
 
 @pytest.mark.django_db
-def test_no_upload_writes_a_temporary_file_in_process(tmp_path, monkeypatch, admin_user):
-    """A job file just under the limit is read into memory: TMPDIR stays empty."""
+def test_no_upload_writes_a_temporary_file_in_process(tmp_path, monkeypatch, admin_user, settings):
+    """A job file just under the limit is never spooled to disk: TMPDIR stays empty, even with the
+    in-memory size lowered below the file (Django's default handlers would write a temp file then)."""
     import tempfile
 
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
     client = Client()
     client.force_login(admin_user)
-    client.post(reverse("sweeps:plan"), {"job": "upload", "job_file": SimpleUploadedFile(
+    r = client.post(reverse("sweeps:plan"), {"job": "upload", "job_file": SimpleUploadedFile(
         "big.json", b" " * (limits.MAX_JOB_BYTES - 10))})
+    assert r.status_code < 500
     assert os.listdir(tmp_path) == []
 
