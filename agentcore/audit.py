@@ -62,7 +62,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlencode
 
 from agentcore.chunks import replay
 from agentcore.config import CONDITIONS, Config, config_name
@@ -421,6 +420,8 @@ def link(site: str, cfg: Config, variant: str, w: World, first: int, second: int
         params["second"] = second
     for c, v in w.conditions.items():
         params[c] = ("on" if v else "off") if c == "fsync" else v
+    from urllib.parse import urlencode  # here: a few ms of every command's start-up otherwise
+
     return f"{site.rstrip('/')}/witness/?{urlencode(params)}"
 
 

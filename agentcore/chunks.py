@@ -15,6 +15,9 @@ Rules:
   of the distinct states the crashes leave, once each per process (agentcore.merge; a sweep with
   workers shares them among its workers: agentcore.sweep): the same records, fewer plays
   (`ChunkResult.explored`).
+- A chunk run without keeping its records (`keep=False`: a sweep that needs only its table, as the
+  CLI's `table` and `sweep` without `--records`) gives their table row instead (`ChunkResult.row`):
+  a merged chunk's from its tree's tally (agentcore.merge), with no record built.
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
@@ -29,7 +32,7 @@ from typing import Any
 from agentcore import merge as merging
 from agentcore.config import Config
 from agentcore.limits import SWEEP_DEPTHS
-from agentcore.records import ScenarioRecord
+from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.scenario import Options, Played, play
 from agentcore.state import Durable
 from agentcore.trackerfault import full_play
@@ -91,10 +94,15 @@ class ChunkResult:
     # per waiting scenario (in records order): its question and durable state
     waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     explored: int = 0  # scenario plays: the records less those agentcore.merge rebuilt from a tree
+    row: TableRow | None = None  # the records' table row, where they were not kept (records and waiting empty)
+
+    @property
+    def scenarios(self) -> int:
+        return self.row.scenarios if self.row is not None else len(self.records)
 
 
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False,
-              merge: bool = True) -> ChunkResult:
+              merge: bool = True, keep: bool = True) -> ChunkResult:
     if depth not in SWEEP_DEPTHS:
         raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     first = (chunk.first, chunk.kind, chunk.label)
@@ -107,7 +115,8 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         m = merging.memo(cfg)
         before = m.explored
         state, saves = m.first(chunk.first, workdir)
-        out = tree_result(cfg, chunk, state, saves, merging.explore(m, state, depth - 1, workdir))
+        tree = merging.explore(m, state, depth - 1, workdir)
+        out = tree_result(cfg, chunk, state, saves, tree) if keep else tree_row(cfg, chunk, state, saves, tree)
         out.explored = m.explored - before
         return out
     # A later chunk plays its once scenario again (its record is stored already) only to note the
@@ -142,6 +151,8 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
                     out.records.append(_record(cfg, thrice, first, (q, kind, label), (r, kind3, label3)))
                     out.saves += thrice.saves
     out.explored = len(out.records)
+    if not keep:
+        out.row, out.records, out.waiting = table_row(cfg.label, out.records), [], []
     return out
 
 
@@ -166,6 +177,17 @@ def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: mer
                                            (r, kind3, label3)))
             out.saves += thrice.outcome.saves
     return out
+
+
+def tree_row(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: merging.Tree) -> ChunkResult:
+    """tree_result's table row, from the tree's tally: the same counts, no record built."""
+    t = tree.tally
+    assert t is not None
+    n = t[0] + t[1] + t[2]
+    asks, avoidable, _, calls = merging.counters(state)
+    row = TableRow(cfg.label, t[0], t[1], t[3], t[4], t[5], t[6], t[7], t[8], t[10] + n * asks,
+                   t[11] + n * avoidable, t[12] + n * (calls - (len(cfg.job.turns) + 1) * cfg.runs), t[2])
+    return ChunkResult(chunk.config, chunk.first, [], saves + t[9], row=row)
 
 
 def _twice(cfg: Config, plan: tuple[int, ...], kind: str, note: Durable, options: Options, workdir: str | None,

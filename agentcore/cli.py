@@ -176,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress = Progress("sweeping")
         try:
             result = sweep.sweep(configs, depth=args.depth, workers=args.workers,
-                                 collect=bool(args.records), progress=progress, merge=args.merge)
+                                 collect=bool(args.records), progress=progress, merge=args.merge,
+                                 keep=bool(args.records))
         finally:
             progress.close()
         print(f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)",

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from agentcore.limits import MAX_CALLS, MAX_JOB_BYTES, MAX_NESTING
@@ -69,16 +68,22 @@ class Job:
 def load(path: str) -> Job:
     """A job from a file path, or a built-in job by name ("triage")."""
     if path in BUILTIN:
-        text = resources.files("agentcore").joinpath("jobfiles", BUILTIN[path]).read_bytes()
-        return parse(text, f"builtin:{path}")
-    p = Path(path)
+        return parse(_builtin(path), f"builtin:{path}")
     try:
-        if p.stat().st_size > MAX_JOB_BYTES:
+        if os.stat(path).st_size > MAX_JOB_BYTES:
             raise JobError(f"{path}: file: larger than {MAX_JOB_BYTES} bytes")
-        raw = p.read_bytes()
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError as e:
         raise JobError(f"{path}: file: cannot read ({e.strerror})") from None
     return parse(raw, path)
+
+
+def _builtin(name: str) -> bytes:
+    # A plain path beside this module, not importlib.resources: that import (pathlib, urllib, ...)
+    # took a tenth of every command's start-up.
+    with open(os.path.join(os.path.dirname(__file__), "jobfiles", BUILTIN[name]), "rb") as f:
+        return f.read()
 
 
 def turn_pairs(n: int) -> Job:
@@ -91,7 +96,7 @@ def turn_pairs_source(n: int) -> str:
     """turn_pairs(n) as the JSON text of a job file (what the dashboard takes as an uploaded job)."""
     if not 1 <= n <= MAX_CALLS // 3:
         raise ValueError(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
-    triage = json.loads(resources.files("agentcore").joinpath("jobfiles", BUILTIN["triage"]).read_bytes())
+    triage = json.loads(_builtin("triage"))
     turns: list[dict[str, Any]] = []
     for i in range(n):
         a, s, c = (f"call_{3 * i + k}" for k in (1, 2, 3))

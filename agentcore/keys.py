@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import uuid
 
 
 @functools.lru_cache(maxsize=4096)
@@ -27,4 +26,6 @@ def key(run_id: str, call_id: str) -> str:
 
 def new_run_id() -> str:
     """A fresh run ID for real use; sweeps use a deterministic counter instead."""
+    import uuid  # here: its import (and platform's) is a few ms that only real runs need
+
     return "run-" + uuid.uuid4().hex

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import os
 import signal
-from multiprocessing.connection import Connection, Pipe
 from typing import TYPE_CHECKING, Any
 
 from agentcore.checkpoint import OsFiles, completes_save
 
 if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
     from agentcore.scenario import _Scenario
 
 
@@ -37,6 +38,8 @@ class ChildDied(Exception):
 def run_process(scn: _Scenario) -> None:
     """Run the scenario's current process in a child; raise in the parent what ended it (a Crash
     from the parent's plan, or the child's ToolGaveUp, Suspended, CheckpointError)."""
+    from multiprocessing.connection import Pipe  # here: only the kill model needs it, every command starts
+
     parent, child = Pipe()
     pid = os.fork()
     if pid == 0:  # the child

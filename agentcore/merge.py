@@ -17,6 +17,10 @@ Rules:
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
   scenario), nor under kill (the processes are real) or a tracker that can crash (a crash at its
   own point leaves the process running, with what it holds in memory).
+- Each tree carries its `Tally`: the sums over the scenarios it stands for that a table row needs,
+  with the counters relative to the state the tree starts from. A row is then the root's tally
+  shifted by the chunk's counters (agentcore.chunks.tree_row), with no record built: what a sweep
+  that keeps no records (the CLI's table) needs.
 - A process that runs chunks itself (a one-worker sweep, a dashboard worker) keeps one memo per
   configuration object, all of them together at most MAX_ENTRIES trees and MAX_MEMOS
   configurations; past that it starts again (a merge missed costs time, never a record). A sweep
@@ -57,12 +61,41 @@ class Outcome:
     saves: int
 
 
+# Over the scenarios a tree stands for: how many end at each level below it (the restart itself,
+# a crash in it, a crash in that restart: once, twice and thrice where the tree is a chunk's),
+# how many with duplicates, then duplicates, missing, wrong, gave_up, denied_ran and saves summed,
+# then asks, avoidable asks and model calls summed as added to the tree's starting counters.
+Tally = tuple[int, int, int, int, int, int, int, int, int, int, int, int, int]
+LEVELS = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Tree:
     outcome: Outcome
     # per point of the restart (with crashes still to come): its kind and label, the counters it
     # had added there, and the tree of the state a crash there leaves
     children: tuple[tuple[str, str, Counters, Tree], ...] = ()
+    tally: Tally | None = None  # grown() fills it
+
+
+def grown(done: Outcome, children: tuple[tuple[str, str, Counters, Tree], ...]) -> Tree:
+    """The tree of a restart with its children's trees, and its tally (one pass over its children:
+    theirs are summed already)."""
+    asks, avoidable, _, calls = done.added
+    t = [1, 0, 0, int(done.duplicates > 0), done.duplicates, done.missing, done.wrong, done.gave_up, done.denied_ran,
+         done.saves, asks, avoidable, calls]
+    for _, _, added, child in children:
+        c = child.tally
+        assert c is not None and c[LEVELS - 1] == 0, "a tree deeper than three levels"
+        n = c[0] + c[1]
+        t[1] += c[0]
+        t[2] += c[1]
+        for i in range(LEVELS, 10):
+            t[i] += c[i]
+        t[10] += c[10] + n * added[0]
+        t[11] += c[11] + n * added[1]
+        t[12] += c[12] + n * added[3]
+    return Tree(done, children, tuple(t))  # type: ignore[arg-type]
 
 
 def mergeable(cfg: Config, collect: bool) -> bool:
@@ -127,8 +160,8 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
         return tree
     done, points = step(m.cfg, state, crashes, workdir)
     m.explored += 1
-    tree = Tree(done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir))
-                            for kind, label, added, note in points))
+    tree = grown(done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir))
+                             for kind, label, added, note in points))
     if _ENTRIES[0] >= MAX_ENTRIES:
         _forget()
     m.trees[k] = tree

@@ -127,11 +127,23 @@ class TableRow:
         self.avoidable += r.avoidable
         self.calls_plus += r.calls_plus
 
+    def add_row(self, other: TableRow) -> None:
+        """Add the counts of another row (a chunk's, when its records were not kept)."""
+        for c in _COUNTS:
+            setattr(self, c, getattr(self, c) + getattr(other, c))
+
+    @property
+    def scenarios(self) -> int:
+        return self.once + self.twice + self.thrice
+
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k not in DEPTH_COLUMNS or v}
 
     def values(self, columns: tuple[str, ...] = COLUMNS) -> tuple[int, ...]:
         return tuple(getattr(self, c) for c in columns)
+
+
+_COUNTS = COLUMNS + DEPTH_COLUMNS
 
 
 def columns(rows: Sequence[TableRow] = (), *, thrice: bool = False) -> tuple[str, ...]:

@@ -14,6 +14,13 @@ Rules:
   once they are whole (`chunks.tree_result`). So two workers play what one plays (the same
   `explored`), and records are built once, here, with no record sent between processes. Other
   chunks (timelines kept, a queue person, kill, a tracker that can crash) go to a worker whole.
+- A sweep of many merged configurations (at least BY_CONFIGURATION per worker: the table, an audit)
+  sends each configuration's chunks to one worker together instead, the biggest first: memos are
+  per configuration, so a worker with all of one plays what one process plays, and a restart costs
+  no message (the table's restarts are a tenth of a millisecond each, their messages as much).
+- A sweep that needs only its table (`keep=False`) keeps no record: chunks give their rows
+  (agentcore.chunks), from a tree's tally where merged, so neither this process nor a worker builds
+  records, and a whole chunk's worker sends back one row.
 - Checkpoint files live in memory, or with `disk="files"` in real files in a RAM-backed temp dir
   when there is one, without fsync. Both give the same records.
 - This module is also the dashboard's entry point: the names it uses (`Config`, `Chunk`,
@@ -23,7 +30,6 @@ Rules:
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import os
 import queue
 import shutil
@@ -33,7 +39,18 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from agentcore import merge as merging
-from agentcore.chunks import Chunk, ChunkResult, Resumed, merged, points, replay, resume, run_chunk, tree_result
+from agentcore.chunks import (
+    Chunk,
+    ChunkResult,
+    Resumed,
+    merged,
+    points,
+    replay,
+    resume,
+    run_chunk,
+    tree_result,
+    tree_row,
+)
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
 from agentcore.disk import ram_dir
 from agentcore.limits import SWEEP_DEPTHS
@@ -66,6 +83,7 @@ _OPTIONS: dict[str, Any] = {}
 _SENT: set[tuple[int, bytes]] = set()  # in a worker process: the states it has sent back
 NODES_PER_TASK = 16  # at most: a task of restarts is a few milliseconds, its sending a fraction of one
 IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiting, none idle
+BY_CONFIGURATION = 3  # merged configurations per worker from which each goes to a worker whole
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
 
@@ -98,15 +116,18 @@ def _started() -> None:
     _SENT.clear()
 
 
-def _worker(item: tuple[int, Chunk]) -> tuple[int, ChunkResult, list[tuple[Any, ...]]]:
-    """A pool process runs chunk number item[0]. Records travel back as plain tuples: pickling ten
-    thousand dataclass instances field by field cost more than a tenth of a second on each side."""
-    chunk = item[1]
-    res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], _workdir(), _OPTIONS["collect"],
-                    _OPTIONS["merge"])
-    rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
-    res.records = []
-    return item[0], res, rows
+def _worker(items: list[tuple[int, Chunk]]) -> tuple[tuple[int, ChunkResult, list[tuple[Any, ...]]], ...]:
+    """A pool process runs chunks (numbered) whole, in order. Records travel back as plain tuples:
+    pickling ten thousand dataclass instances field by field cost more than a tenth of a second on
+    each side."""
+    out = []
+    for i, chunk in items:
+        res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], _workdir(), _OPTIONS["collect"],
+                        _OPTIONS["merge"], _OPTIONS["keep"])
+        rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
+        res.records = []
+        out.append((i, res, rows))
+    return tuple(out)
 
 
 def _restarts(batch: list[Restart]) -> list[Node]:
@@ -136,9 +157,10 @@ def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk
 
 
 def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
-               collect: bool = False, disk: str = "memory", merge: bool = True) -> Iterator[ChunkResult]:
+               collect: bool = False, disk: str = "memory", merge: bool = True,
+               keep: bool = True) -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
-    equal states where agentcore.merge allows it."""
+    equal states where agentcore.merge allows it; `keep`: the records (else each chunk's row)."""
     if depth not in SWEEP_DEPTHS:
         raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
@@ -146,12 +168,14 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
     with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
-                yield run_chunk(configs[c.config], c, depth, base, collect, merge)
+                yield run_chunk(configs[c.config], c, depth, base, collect, merge, keep)
             return
         _CONFIGS[:] = configs
-        _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge)
+        _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge, keep=keep)
+        import multiprocessing  # here: a one-worker sweep starts without it
+
         with multiprocessing.get_context("fork").Pool(workers, initializer=_started) as pool:
-            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge).run()
+            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge, keep).run()
 
 
 class _Parallel:
@@ -160,8 +184,9 @@ class _Parallel:
     order, as in one process, so progress shows as it goes."""
 
     def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
-                 base: str | None, collect: bool, merge: bool) -> None:
+                 base: str | None, collect: bool, merge: bool, keep: bool) -> None:
         self.configs, self.chunks, self.depth, self.workers, self.pool = configs, chunks, depth, workers, pool
+        self.keep = keep
         self.here = None if base is None else os.path.join(base, "main")
         self.merged = [merged(configs[c.config], c, collect, merge) for c in chunks]
         self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -177,11 +202,22 @@ class _Parallel:
         self.trees: dict[tuple[int, bytes], merging.Tree] = {}
 
     def run(self) -> Iterator[ChunkResult]:
+        merged_by_config: dict[int, list[tuple[int, Chunk]]] = {}
+        for i, chunk in enumerate(self.chunks):
+            if self.merged[i]:
+                merged_by_config.setdefault(chunk.config, []).append((i, chunk))
+        tasks: list[list[tuple[int, Chunk]]] = []
+        grouped: set[int] = set()
+        if len(merged_by_config) >= BY_CONFIGURATION * self.workers:
+            tasks = sorted(merged_by_config.values(), key=len, reverse=True)
+            grouped = {i for group in tasks for i, _ in group}
+            for i in grouped:
+                self.merged[i] = False
         # Early first points have the longest restarts: those go out first.
-        for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first):
-            if not self.merged[i]:
-                self.pool.apply_async(_worker, ((i, self.chunks[i]),), callback=self.results.put,
-                                      error_callback=self.results.put)
+        tasks += [[(i, self.chunks[i])] for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
+                  if not self.merged[i] and i not in grouped]
+        for items in tasks:
+            self.pool.apply_async(_worker, (items,), callback=self.results.put, error_callback=self.results.put)
         if self.here is not None:
             os.makedirs(self.here, exist_ok=True)
         for i, chunk in enumerate(self.chunks):
@@ -236,10 +272,10 @@ class _Parallel:
             block = False
             if isinstance(got, BaseException):
                 raise got
-            if isinstance(got, tuple):  # a whole chunk
-                i, res, rows = got
-                res.records = [ScenarioRecord(*row) for row in rows]
-                self.whole[i] = res
+            if isinstance(got, tuple):  # whole chunks
+                for i, res, rows in got:
+                    res.records = [ScenarioRecord(*row) for row in rows]
+                    self.whole[i] = res
                 continue
             self.flying -= 1
             for ci, k, done, children in got:
@@ -275,7 +311,8 @@ class _Parallel:
         chunk = self.chunks[i]
         state, saves, k = self.roots[i]
         before = len(self.trees)
-        res = tree_result(self.configs[chunk.config], chunk, state, saves, self._tree(chunk.config, k))
+        build = tree_result if self.keep else tree_row
+        res = build(self.configs[chunk.config], chunk, state, saves, self._tree(chunk.config, k))
         res.explored = len(self.trees) - before  # the restarts a sweep in one process plays for this chunk
         return res
 
@@ -283,8 +320,8 @@ class _Parallel:
         tree = self.trees.get((ci, k))
         if tree is None:
             done, children = self.nodes[ci, k]
-            tree = merging.Tree(done, tuple((kind, label, added, self._tree(ci, ck))
-                                            for kind, label, added, ck in children))
+            tree = merging.grown(done, tuple((kind, label, added, self._tree(ci, ck))
+                                             for kind, label, added, ck in children))
             self.trees[ci, k] = tree
         return tree
 
@@ -292,28 +329,37 @@ class _Parallel:
 @dataclass(slots=True)
 class SweepResult:
     rows: list[TableRow]
-    records: list[list[ScenarioRecord]]  # per configuration
+    records: list[list[ScenarioRecord]]  # per configuration (empty lists where the sweep kept none)
     saves: int
     scenarios: int
     explored: int = 0  # scenario plays (agentcore.merge rebuilt the other records from its trees)
 
 
 def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
-          progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True) -> SweepResult:
+          progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True,
+          keep: bool = True) -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
-    live, "memory" or (real) "files"; `merge`: equal states (agentcore.merge), the same records."""
+    live, "memory" or (real) "files"; `merge`: equal states (agentcore.merge), the same records;
+    `keep`: the records (without them, the same rows, sooner)."""
+    if collect and not keep:
+        raise ValueError("timelines are collected only into records that are kept")
     with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]
+    rows = [TableRow(cfg.label) for cfg in configs]
     saves = explored = 0
-    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk, merge), 1):
-        records[res.config].extend(res.records)
+    for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk, merge, keep), 1):
+        if res.row is None:
+            records[res.config].extend(res.records)
+        else:
+            rows[res.config].add_row(res.row)
         saves += res.saves
         explored += res.explored
         if progress is not None:
             progress(n, len(chunks))
-    rows = [table_row(cfg.label, recs) for cfg, recs in zip(configs, records, strict=True)]
-    return SweepResult(rows, records, saves, sum(len(r) for r in records), explored)
+    if keep:
+        rows = [table_row(cfg.label, recs) for cfg, recs in zip(configs, records, strict=True)]
+    return SweepResult(rows, records, saves, sum(r.scenarios for r in rows), explored)
 
 
 def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:

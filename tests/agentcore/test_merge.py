@@ -6,8 +6,9 @@ import pytest
 from agentcore import designs, jobs, merge
 from agentcore.chunks import merged
 from agentcore.config import Config, table_configs
+from agentcore.records import COLUMNS, table_row
 from agentcore.scenario import Options, play
-from agentcore.sweep import Chunk, plan_chunks, run_chunk, run_chunks, sweep
+from agentcore.sweep import BY_CONFIGURATION, Chunk, plan_chunks, run_chunk, run_chunks, sweep
 
 TRIAGE = jobs.load("triage")
 
@@ -189,3 +190,78 @@ def test_a_sweep_of_merged_and_unmerged_chunks_on_two_workers_is_one_worker_s():
     one, two = sweep(configs()), sweep(configs(), workers=2)
     assert_same(two, one)
     assert two.explored == one.explored < one.scenarios
+
+
+def rows_of(result):
+    return [(r.name, r.values(COLUMNS + ("thrice",))) for r in result.rows]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("merge_on", [True, False], ids=["merged", "unmerged"])
+def test_a_chunk_s_row_without_its_records_is_the_row_of_its_records(depth, merge_on):
+    cfg, other = generated(depth_3=True)[1], generated(depth_3=True)[1]  # a memo each
+    chunks, scenarios = plan_chunks([cfg]), 0
+    for chunk in chunks:
+        kept = run_chunk(cfg, chunk, depth, merge=merge_on)
+        counted = run_chunk(other, chunk, depth, merge=merge_on, keep=False)
+        assert counted.records == [] and kept.row is None
+        assert counted.row == table_row(cfg.label, kept.records)
+        assert type(counted.row.with_dups) is int  # the JSON table prints a number
+        assert counted.row.once == 1 and counted.scenarios == len(kept.records)
+        assert (counted.saves, counted.explored) == (kept.saves, kept.explored)
+        scenarios += counted.scenarios
+    assert scenarios > len(chunks) if depth > 1 else scenarios == len(chunks)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_table_without_records_is_the_table_with_them(workers):
+    kept = sweep(table_configs(TRIAGE), workers=workers)
+    counted = sweep(table_configs(TRIAGE), workers=workers, keep=False)
+    assert rows_of(counted) == rows_of(kept)
+    assert counted.records == [[] for _ in counted.rows]
+    assert (counted.scenarios, counted.saves, counted.explored) == (kept.scenarios, kept.saves, kept.explored) \
+        == (9663, kept.saves, 1041)
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_generated_job_at_depth_3_without_records_is_the_same_on_workers(workers):
+    kept = sweep(generated(depth_3=True), depth=3)
+    counted = sweep(generated(depth_3=True), depth=3, workers=workers, keep=False)
+    assert rows_of(counted) == rows_of(kept) and kept.rows[0].thrice > 0
+    assert (counted.scenarios, counted.saves, counted.explored) == (kept.scenarios, kept.saves, kept.explored)
+
+
+def test_a_tree_s_tally_adds_a_tree_that_crashes_three_levels_deep_to_its_records():
+    cfg = generated(depth_3=True)[0]
+    m = merge.memo(cfg)
+    state, _ = m.first(2)
+    tree = merge.explore(m, state, 2)
+    once, twice, thrice, with_dups, dups = tree.tally[:5]
+    assert once == 1 and twice == len(tree.children)
+    assert thrice == sum(len(child.children) for _, _, _, child in tree.children) > 0
+    assert with_dups <= once + twice + thrice and dups >= with_dups
+
+
+def test_a_sweep_that_keeps_no_records_collects_no_timelines():
+    with pytest.raises(ValueError, match="timelines"):
+        sweep(generated(), collect=True, keep=False)
+
+
+def test_many_configurations_go_to_workers_whole_and_play_what_one_process_plays():
+    # 11 configurations on 2 workers: each goes to one worker with all its chunks.
+    one = list(run_chunks(table_configs(TRIAGE), plan_chunks(table_configs(TRIAGE)), 2))
+    configs = table_configs(TRIAGE)
+    assert len(configs) >= BY_CONFIGURATION * 2
+    two = list(run_chunks(configs, plan_chunks(configs), 2, workers=2))
+    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [(r.config, r.first, r.saves, r.explored)
+                                                                       for r in one]
+    assert [r.records for r in two] == [r.records for r in one]
+    # This process played none of their runs (sharing restarts, it plays each run to its first points).
+    assert all(merge.memo(c)._first is None for c in configs)
+
+
+def test_few_configurations_share_their_restarts_among_the_workers():
+    configs = generated()
+    assert len(configs) < BY_CONFIGURATION * 2
+    list(run_chunks(configs, plan_chunks(configs), 2, workers=2))
+    assert all(merge.memo(c)._first is not None for c in configs)
