@@ -36,6 +36,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 from agentcore import merge as merging
@@ -84,6 +85,7 @@ _SENT: set[tuple[int, bytes]] = set()  # in a worker process: the states it has 
 NODES_PER_TASK = 16  # at most: a task of restarts is a few milliseconds, its sending a fraction of one
 IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiting, none idle
 BY_CONFIGURATION = 3  # merged configurations per worker from which each goes to a worker whole
+WHOLE_PER_TASK = 8  # at most: chunks played whole go out a few to a task, fewer toward the end
 
 _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
 
@@ -91,7 +93,13 @@ _FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) 
 def _plain(obj: Durable | merging.Outcome) -> tuple[Any, ...]:
     """Its fields in order (Durable(*t), Outcome(*t) take them back): a dataclass with slots
     pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
-    return tuple(getattr(obj, f.name) for f in fields(obj))
+    get = _GETTERS.get(type(obj))
+    if get is None:
+        get = _GETTERS[type(obj)] = attrgetter(*(f.name for f in fields(obj)))
+    return get(obj)
+
+
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 
 
 # A restart a worker plays: configuration index, key, crashes still to come, the state it starts
@@ -138,12 +146,14 @@ def _restarts(batch: list[Restart]) -> list[Node]:
         cfg = _CONFIGS[ci]
         done, pts = merging.step(cfg, Durable(*state), crashes, d)
         children = []
+        keep = _OPTIONS["keep"]  # else a point's kind and label are not sent: a row has no use for them
         for kind, label, added, note in pts:
             ck = merging.key(cfg, note, crashes - 1)
             new = (ci, ck) not in _SENT
             if new:
                 _SENT.add((ci, ck))
-            children.append((kind, label, added, ck, _plain(note) if new else None))
+            children.append((kind if keep else None, label if keep else None, added, ck,
+                             _plain(note) if new else None))
         out.append((ci, k, _plain(done), children))
     return out
 
@@ -172,10 +182,15 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
             return
         _CONFIGS[:] = configs
         _OPTIONS.update(base=base, depth=depth, collect=collect, merge=merge, keep=keep)
-        import multiprocessing  # here: a one-worker sweep starts without it
+        # Here: a one-worker sweep starts without them.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-        with multiprocessing.get_context("fork").Pool(workers, initializer=_started) as pool:
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_started)
+        try:
             yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge, keep).run()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Parallel:
@@ -198,8 +213,8 @@ class _Parallel:
         self.heap: list[tuple[int, int, tuple[int, bytes]]] = []  # (chunk, seq, restart) over pending
         self.flying = 0  # tasks of restarts handed out, their results not yet taken
         self.nodes: dict[tuple[int, bytes], tuple[merging.Outcome, list[tuple[str, str, merging.Counters, bytes]]]] = {}
-        self.complete: set[tuple[int, bytes]] = set()
-        self.trees: dict[tuple[int, bytes], merging.Tree] = {}
+        self.trees: dict[tuple[int, bytes], merging.Tree] = {}  # the nodes whose restarts are all back
+        self.built = 0  # trees counted in a chunk's `explored` so far
 
     def run(self) -> Iterator[ChunkResult]:
         merged_by_config: dict[int, list[tuple[int, Chunk]]] = {}
@@ -213,11 +228,16 @@ class _Parallel:
             grouped = {i for group in tasks for i, _ in group}
             for i in grouped:
                 self.merged[i] = False
-        # Early first points have the longest restarts: those go out first.
-        tasks += [[(i, self.chunks[i])] for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
-                  if not self.merged[i] and i not in grouped]
+        # Early first points have the longest restarts: those go out first, in tasks of a few chunks (a
+        # task costs the sweep's process half a millisecond), each a quarter of a worker's share of those left.
+        whole = [(i, self.chunks[i]) for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
+                 if not self.merged[i] and i not in grouped]
+        while whole:
+            size = max(1, min(WHOLE_PER_TASK, len(whole) // (4 * self.workers)))
+            tasks.append(whole[:size])
+            whole = whole[size:]
         for items in tasks:
-            self.pool.apply_async(_worker, (items,), callback=self.results.put, error_callback=self.results.put)
+            self._send(_worker, items)
         if self.here is not None:
             os.makedirs(self.here, exist_ok=True)
         for i, chunk in enumerate(self.chunks):
@@ -248,6 +268,9 @@ class _Parallel:
         self.pending[at] = restart
         heapq.heappush(self.heap, (chunk, len(self.known), at))
 
+    def _send(self, work: Callable[[Any], Any], items: Any) -> None:
+        self.pool.submit(work, items).add_done_callback(lambda f: self.results.put(f.exception() or f.result()))
+
     def _hand_out(self) -> None:
         """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""
         while self.heap and self.flying < IN_FLIGHT * self.workers:
@@ -259,7 +282,7 @@ class _Parallel:
                     batch.append(self.pending.pop(at))
             if batch:
                 self.flying += 1
-                self.pool.apply_async(_restarts, (batch,), callback=self.results.put, error_callback=self.results.put)
+                self._send(_restarts, batch)
 
     def _take(self, block: bool) -> None:
         """Take the results that have come back (with `block`, wait for one), noting the states
@@ -294,35 +317,36 @@ class _Parallel:
     def _ready(self, i: int) -> bool:
         if not self.merged[i]:
             return i in self.whole
-        return self._whole(self.chunks[i].config, self.roots[i][2])
-
-    def _whole(self, ci: int, k: bytes) -> bool:
-        if (ci, k) in self.complete:
-            return True
-        node = self.nodes.get((ci, k))
-        if node is None or not all(self._whole(ci, child[3]) for child in node[1]):
-            return False
-        self.complete.add((ci, k))
-        return True
+        return self._tree(self.chunks[i].config, self.roots[i][2]) is not None
 
     def _result(self, i: int) -> ChunkResult:
         if not self.merged[i]:
             return self.whole.pop(i)
         chunk = self.chunks[i]
         state, saves, k = self.roots[i]
-        before = len(self.trees)
         build = tree_result if self.keep else tree_row
-        res = build(self.configs[chunk.config], chunk, state, saves, self._tree(chunk.config, k))
-        res.explored = len(self.trees) - before  # the restarts a sweep in one process plays for this chunk
+        res = build(self.configs[chunk.config], chunk, state, saves, self.trees[chunk.config, k])
+        # Chunks are taken in order, so the trees built since the last are what one process plays for this one.
+        res.explored, self.built = len(self.trees) - self.built, len(self.trees)
         return res
 
-    def _tree(self, ci: int, k: bytes) -> merging.Tree:
+    def _tree(self, ci: int, k: bytes) -> merging.Tree | None:
+        """The tree of a restart, once it and every restart below it are back (else None)."""
         tree = self.trees.get((ci, k))
-        if tree is None:
-            done, children = self.nodes[ci, k]
-            tree = merging.grown(done, tuple((kind, label, added, self._tree(ci, ck))
-                                             for kind, label, added, ck in children))
-            self.trees[ci, k] = tree
+        if tree is not None:
+            return tree
+        node = self.nodes.get((ci, k))
+        if node is None:
+            return None
+        done, children = node
+        below = []
+        trees = self.trees
+        for kind, label, added, ck in children:
+            child = trees.get((ci, ck)) or self._tree(ci, ck)  # most are built: no call for those
+            if child is None:
+                return None
+            below.append((kind, label, added, child))
+        tree = self.trees[ci, k] = merging.grown(done, tuple(below))
         return tree
 
 

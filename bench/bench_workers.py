@@ -93,7 +93,8 @@ def report(name: str, one: list[float], two: list[float], start: float | None = 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--pairs", type=int, default=8, help="turn pairs of the generated job (default 8)")
+    ap.add_argument("--pairs", type=int, action="append", help="turn pairs of a generated job (repeatable; default 8)")
+    ap.add_argument("--jobs-only", action="store_true", help="only the generated jobs, not the table")
     ap.add_argument("--tree", type=Path, default=ROOT, help="time the agentcore of another checkout (default this one)")
     args = ap.parse_args()
     TREE[0] = args.tree
@@ -106,8 +107,8 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     cpus: list[str] = []
     with tempfile.TemporaryDirectory() as folder:
-        cases = (("table", True, "table"), ("table", False, "table unmerged"),
-                 (job_file(args.pairs, folder), True, f"{args.pairs}-pair job"))
+        cases = [] if args.jobs_only else [("table", True, "table"), ("table", False, "table unmerged")]
+        cases += [(job_file(n, folder), True, f"{n}-pair job") for n in args.pairs or [8]]
         for what, merge, name in cases:
             times: dict[str, list[float]] = {k: [] for k in ("w1", "w2", "i1", "i2", "alone", "both")}
             cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
