@@ -265,3 +265,18 @@ def test_few_configurations_share_their_restarts_among_the_workers():
     assert len(configs) < BY_CONFIGURATION * 2
     list(run_chunks(configs, plan_chunks(configs), 2, workers=2))
     assert all(merge.memo(c)._first is not None for c in configs)
+
+
+def test_the_unmerged_table_on_two_workers_is_one_worker_s_record_for_record():
+    # Every chunk whole, a few to a task (agentcore.sweep.WHOLE_PER_TASK), fewer toward the end.
+    one = sweep(table_configs(TRIAGE), merge=False)
+    two = sweep(table_configs(TRIAGE), workers=2, merge=False)
+    assert_same(two, one)
+    assert two.explored == one.explored == 9663
+
+
+def test_a_chunk_that_fails_in_a_worker_fails_the_sweep_with_its_error():
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed")
+    bad = Chunk(0, 1, "k", "l", second_from=1, second_to=999)  # its restart reaches far fewer points
+    with pytest.raises(ValueError, match="not 999"):
+        list(run_chunks([cfg], [*plan_chunks([cfg])[:3], bad], 2, workers=2))
