@@ -116,7 +116,11 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         before = m.explored
         state, saves = m.first(chunk.first, workdir)
         tree = merging.explore(m, state, depth - 1, workdir)
-        out = tree_result(cfg, chunk, state, saves, tree) if keep else tree_row(cfg, chunk, state, saves, tree)
+        if keep:
+            out = tree_result(cfg, chunk, state, saves, tree)
+        else:
+            assert tree.tally is not None
+            out = tree_row(cfg, chunk, state, saves, tree.tally)
         out.explored = m.explored - before
         return out
     # A later chunk plays its once scenario again (its record is stored already) only to note the
@@ -179,10 +183,8 @@ def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: mer
     return out
 
 
-def tree_row(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: merging.Tree) -> ChunkResult:
+def tree_row(cfg: Config, chunk: Chunk, state: Durable, saves: int, t: merging.Tally) -> ChunkResult:
     """tree_result's table row, from the tree's tally: the same counts, no record built."""
-    t = tree.tally
-    assert t is not None
     n = t[0] + t[1] + t[2]
     asks, avoidable, _, calls = merging.counters(state)
     row = TableRow(cfg.label, t[0], t[1], t[3], t[4], t[5], t[6], t[7], t[8], t[10] + n * asks,

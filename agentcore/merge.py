@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import add, mul
 from typing import TYPE_CHECKING
 
 from agentcore.scenario import Options, play
@@ -79,23 +81,31 @@ class Tree:
 
 
 def grown(done: Outcome, children: tuple[tuple[str, str, Counters, Tree], ...]) -> Tree:
-    """The tree of a restart with its children's trees, and its tally (one pass over its children:
-    theirs are summed already)."""
+    """The tree of a restart with its children's trees, and its tally."""
+    kids = [child.tally for _, _, _, child in children]
+    return Tree(done, children, tally(done, [added for _, _, added, _ in children], kids))  # type: ignore[arg-type]
+
+
+def tally(done: Outcome, added: Sequence[Counters], kids: Sequence[Tally]) -> Tally:
+    """A restart's tally from its outcome and, per point, the counters added there and the tally of
+    the state a crash there leaves. Column by column (zip, sum, map run in C): a sweep's process
+    adds up every point of every restart its workers played."""
     asks, avoidable, _, calls = done.added
     t = [1, 0, 0, int(done.duplicates > 0), done.duplicates, done.missing, done.wrong, done.gave_up, done.denied_ran,
          done.saves, asks, avoidable, calls]
-    for _, _, added, child in children:
-        c = child.tally
-        assert c is not None and c[LEVELS - 1] == 0, "a tree deeper than three levels"
-        n = c[0] + c[1]
-        t[1] += c[0]
-        t[2] += c[1]
-        for i in range(LEVELS, 10):
-            t[i] += c[i]
-        t[10] += c[10] + n * added[0]
-        t[11] += c[11] + n * added[1]
-        t[12] += c[12] + n * added[3]
-    return Tree(done, children, tuple(t))  # type: ignore[arg-type]
+    if kids:
+        cols = list(zip(*kids, strict=True))
+        assert not any(cols[LEVELS - 1]), "a tree deeper than three levels"
+        t[1] += sum(cols[0])
+        t[2] += sum(cols[1])
+        for i in range(LEVELS, len(t)):
+            t[i] += sum(cols[i])
+        n = list(map(add, cols[0], cols[1]))  # each point's scenarios, each adding the counters there
+        adds = list(zip(*added, strict=True))
+        t[10] += sum(map(mul, n, adds[0]))
+        t[11] += sum(map(mul, n, adds[1]))
+        t[12] += sum(map(mul, n, adds[3]))
+    return tuple(t)  # type: ignore[return-value]
 
 
 def mergeable(cfg: Config, collect: bool) -> bool:

@@ -109,10 +109,14 @@ _GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 # A restart a worker plays: configuration index, key, crashes still to come, the state it starts
 # from (_plain)
 Restart = tuple[int, bytes, int, tuple[Any, ...]]
-# What comes back: configuration index, key, outcome (_plain), and per point (kind, label,
-# counters added, the key of the state a crash there leaves, that state (_plain) if this worker
-# had not sent it before)
-Node = tuple[int, bytes, tuple[Any, ...], list[tuple[str, str, merging.Counters, bytes, Any]]]
+# What comes back, column by column (the sweep's process takes them with set and sum, in C): the
+# configuration index, key, outcome (_plain), per point the key of the state a crash there leaves
+# and the counters added there, the points' kinds and labels (None where no record is kept: a row
+# needs none), and the states (_plain) this worker had not sent before, by key
+Node = tuple[int, bytes, tuple[Any, ...], tuple[bytes, ...], tuple[merging.Counters, ...],
+             tuple[tuple[str, str], ...] | None, dict[bytes, tuple[Any, ...]]]
+# A played restart, kept until the restarts below it are back: outcome, keys, counters added, kinds and labels
+_Played = tuple[merging.Outcome, tuple[bytes, ...], tuple[merging.Counters, ...], tuple[tuple[str, str], ...] | None]
 
 
 def _workdir() -> str | None:
@@ -146,19 +150,18 @@ def _restarts(batch: list[Restart]) -> list[Node]:
     """A pool process plays each restart once (agentcore.merge.step)."""
     d = _workdir()
     out = []
+    keep = _OPTIONS["keep"]
     for ci, k, crashes, state in batch:
         cfg = _CONFIGS[ci]
         done, pts = merging.step(cfg, Durable(*state), crashes, d)
-        children = []
-        keep = _OPTIONS["keep"]  # else a point's kind and label are not sent: a row has no use for them
-        for kind, label, added, note in pts:
-            ck = merging.key(cfg, note, crashes - 1)
-            new = (ci, ck) not in _SENT
-            if new:
+        keys = tuple(merging.key(cfg, note, crashes - 1) for _, _, _, note in pts)
+        new: dict[bytes, tuple[Any, ...]] = {}
+        for ck, (_, _, _, note) in zip(keys, pts, strict=True):
+            if (ci, ck) not in _SENT:
                 _SENT.add((ci, ck))
-            children.append((kind if keep else None, label if keep else None, added, ck,
-                             _plain(note) if new else None))
-        out.append((ci, k, _plain(done), children))
+                new[ck] = _plain(note)
+        where = tuple((kind, label) for kind, label, _, _ in pts) if keep else None
+        out.append((ci, k, _plain(done), keys, tuple(added for _, _, added, _ in pts), where, new))
     return out
 
 
@@ -211,14 +214,18 @@ class _Parallel:
         self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.whole: dict[int, ChunkResult] = {}  # chunks played whole, by number
         self.roots: dict[int, tuple[Durable, int, bytes]] = {}  # merged chunks: state, saves, key
-        # restarts known: crashes still to come and the first chunk that reaches them
-        self.known: dict[tuple[int, bytes], tuple[int, int]] = {}
-        self.pending: dict[tuple[int, bytes], Restart] = {}  # known, not handed out yet
-        self.heap: list[tuple[int, int, tuple[int, bytes]]] = []  # (chunk, seq, restart) over pending
+        # Per configuration, by a restart's key: the restarts known (crashes still to come and the
+        # first chunk that reaches them), those not handed out yet, those played (as sent back), and
+        # those whose restarts below are all back too: built into a tree, or a tally where no
+        # record is kept.
+        self.known: list[dict[bytes, tuple[int, int]]] = [{} for _ in configs]
+        self.pending: list[dict[bytes, Restart]] = [{} for _ in configs]
+        self.nodes: list[dict[bytes, _Played]] = [{} for _ in configs]
+        self.built: list[dict[bytes, merging.Tree | merging.Tally]] = [{} for _ in configs]
+        self.heap: list[tuple[int, int, int, bytes]] = []  # (chunk, seq, configuration, key) over pending
+        self.seq = self.waiting = 0  # restarts made known; pending in all
         self.flying = 0  # tasks of restarts handed out, their results not yet taken
-        self.nodes: dict[tuple[int, bytes], tuple[merging.Outcome, list[tuple[str, str, merging.Counters, bytes]]]] = {}
-        self.trees: dict[tuple[int, bytes], merging.Tree] = {}  # the nodes whose restarts are all back
-        self.built = 0  # trees counted in a chunk's `explored` so far
+        self.counted = self.count = 0  # restarts built, in chunks' `explored` so far and in all
 
     def run(self) -> Iterator[ChunkResult]:
         merged_by_config: dict[int, list[tuple[int, Chunk]]] = {}
@@ -265,13 +272,17 @@ class _Parallel:
                 self._take(block=True)
 
     def _know(self, chunk: int, restart: Restart) -> None:
-        at = restart[:2]
-        known = self.known.get(at)
-        if known is not None and (known[1] <= chunk or at not in self.pending):
+        ci, k = restart[0], restart[1]
+        known, pending = self.known[ci], self.pending[ci]
+        was = known.get(k)
+        if was is not None and (was[1] <= chunk or k not in pending):
             return
-        self.known[at] = restart[2], chunk
-        self.pending[at] = restart
-        heapq.heappush(self.heap, (chunk, len(self.known), at))
+        known[k] = restart[2], chunk
+        if k not in pending:
+            self.waiting += 1
+        pending[k] = restart
+        self.seq += 1
+        heapq.heappush(self.heap, (chunk, self.seq, ci, k))
 
     def _send(self, work: Callable[[Any], Any], items: Any) -> None:
         self.pool.submit(work, items).add_done_callback(lambda f: self.results.put(f.exception() or f.result()))
@@ -279,12 +290,14 @@ class _Parallel:
     def _hand_out(self) -> None:
         """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""
         while self.heap and self.flying < IN_FLIGHT * self.workers:
-            size = max(1, min(NODES_PER_TASK, len(self.pending) // (IN_FLIGHT * self.workers)))
+            size = max(1, min(NODES_PER_TASK, self.waiting // (IN_FLIGHT * self.workers)))
             batch: list[Restart] = []
             while self.heap and len(batch) < size:
-                at = heapq.heappop(self.heap)[2]
-                if at in self.pending:
-                    batch.append(self.pending.pop(at))
+                _, _, ci, k = heapq.heappop(self.heap)
+                restart = self.pending[ci].pop(k, None)
+                if restart is not None:
+                    self.waiting -= 1
+                    batch.append(restart)
             if batch:
                 self.flying += 1
                 self._send(_restarts, batch)
@@ -306,53 +319,65 @@ class _Parallel:
                     self.whole[i] = res
                 continue
             self.flying -= 1
-            for ci, k, done, children in got:
-                crashes, chunk = self.known[ci, k]
-                kept = []
-                for kind, label, added, ck, note in children:
-                    kept.append((kind, label, added, ck))
-                    if (ci, ck) not in self.known:
-                        assert note is not None, "a worker sent a key before its state"
+            for ci, k, done, keys, added, where, new in got:
+                crashes, chunk = self.known[ci][k]
+                known, pending = self.known[ci], self.pending[ci]
+                for ck, note in new.items():
+                    if ck not in known:
                         self._know(chunk, (ci, ck, crashes - 1, note))
-                    elif (ci, ck) in self.pending:
-                        self._know(chunk, self.pending[ci, ck])
-                self.nodes[ci, k] = merging.Outcome(*done), kept
+                reached = set(keys)
+                assert reached <= known.keys(), "a worker sent a key before its state"
+                for ck in reached & pending.keys():  # not handed out yet: this chunk may need it sooner
+                    self._know(chunk, pending[ck])
+                self.nodes[ci][k] = merging.Outcome(*done), keys, added, where
             self._hand_out()
 
     def _ready(self, i: int) -> bool:
         if not self.merged[i]:
             return i in self.whole
-        return self._tree(self.chunks[i].config, self.roots[i][2]) is not None
+        return self._build(self.chunks[i].config, self.roots[i][2]) is not None
 
     def _result(self, i: int) -> ChunkResult:
         if not self.merged[i]:
             return self.whole.pop(i)
         chunk = self.chunks[i]
         state, saves, k = self.roots[i]
-        build = tree_result if self.keep else tree_row
-        res = build(self.configs[chunk.config], chunk, state, saves, self.trees[chunk.config, k])
-        # Chunks are taken in order, so the trees built since the last are what one process plays for this one.
-        res.explored, self.built = len(self.trees) - self.built, len(self.trees)
+        built = self.built[chunk.config][k]
+        cfg = self.configs[chunk.config]
+        if isinstance(built, merging.Tree):
+            res = tree_result(cfg, chunk, state, saves, built)
+        else:
+            res = tree_row(cfg, chunk, state, saves, built)
+        # Chunks are taken in order, so the restarts built since the last are what one process plays for this one.
+        res.explored, self.counted = self.count - self.counted, self.count
         return res
 
-    def _tree(self, ci: int, k: bytes) -> merging.Tree | None:
-        """The tree of a restart, once it and every restart below it are back (else None)."""
-        tree = self.trees.get((ci, k))
-        if tree is not None:
-            return tree
-        node = self.nodes.get((ci, k))
+    def _build(self, ci: int, k: bytes) -> merging.Tree | merging.Tally | None:
+        """A restart's tree (its tally where no record is kept), once it and every restart below it
+        are back (else None)."""
+        built = self.built[ci]
+        got = built.get(k)
+        if got is not None:
+            return got
+        node = self.nodes[ci].get(k)
         if node is None:
             return None
-        done, children = node
-        below = []
-        trees = self.trees
-        for kind, label, added, ck in children:
-            child = trees.get((ci, ck)) or self._tree(ci, ck)  # most are built: no call for those
-            if child is None:
-                return None
-            below.append((kind, label, added, child))
-        tree = self.trees[ci, k] = merging.grown(done, tuple(below))
-        return tree
+        done, keys, added, where = node
+        kids = list(map(built.get, keys))  # most are built already: no call for those
+        if not all(kids):
+            for n, kid in enumerate(kids):
+                if kid is None:
+                    kid = kids[n] = self._build(ci, keys[n])
+                    if kid is None:
+                        return None
+        if where is None:
+            got = merging.tally(done, added, kids)  # type: ignore[arg-type]
+        else:
+            got = merging.grown(done, tuple((kind, label, a, kid) for (kind, label), a, kid
+                                            in zip(where, added, kids, strict=True)))  # type: ignore[misc]
+        built[k] = got
+        self.count += 1
+        return got
 
 
 @dataclass(slots=True)
