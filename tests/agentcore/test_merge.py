@@ -234,15 +234,34 @@ def test_a_generated_job_without_records_is_the_same_on_workers(depth, workers):
     assert (counted.scenarios, counted.saves, counted.explored) == (kept.scenarios, kept.saves, kept.explored)
 
 
-def test_a_tree_s_tally_adds_a_tree_that_crashes_three_levels_deep_to_its_records():
-    cfg = generated(depth_3=True)[0]
-    m = merge.memo(cfg)
-    state, _ = m.first(2)
-    tree = merge.explore(m, state, 2)
-    once, twice, thrice, with_dups, dups = tree.tally[:5]
-    assert once == 1 and twice == len(tree.children)
-    assert thrice == sum(len(child.children) for _, _, _, child in tree.children) > 0
-    assert with_dups <= once + twice + thrice and dups >= with_dups
+def outcome(dups=0, missing=0, added=(0, 0, 0, 0), saves=1):
+    return merge.Outcome(dups, missing, 0, 0, 0, "done", added, saves)
+
+
+def test_a_tally_sums_a_restart_and_the_points_below_it_each_with_the_counters_added_there():
+    # Two points: a crash at the first leaves a leaf (2 duplicates, 1 ask of its own), at the second
+    # a restart with one point below it; the counters added at a point count once per scenario below.
+    leaf = merge.grown(outcome(dups=2, added=(1, 0, 0, 3)), ())
+    deeper_leaf = merge.grown(outcome(missing=1, added=(0, 1, 0, 2)), ())
+    middle = merge.grown(outcome(added=(0, 0, 0, 1)), (("k", "l", (1, 1, 0, 1), deeper_leaf),))
+    root = merge.grown(outcome(added=(0, 0, 0, 5)), (("k", "a", (2, 0, 0, 1), leaf), ("k", "b", (0, 0, 0, 4), middle)))
+    once, twice, thrice, with_dups, dups, missing, wrong, gave_up, denied, saves, asks, avoidable, calls = root.tally
+    assert (once, twice, thrice) == (1, 2, 1)
+    assert (with_dups, dups, missing, wrong, gave_up, denied, saves) == (1, 2, 1, 0, 0, 0, 4)
+    # asks: the leaf's 1 + 2 added where it was crashed; the deeper leaf's 1 added at its point
+    assert asks == (1 + 2) + (1 + 0)
+    assert avoidable == (1 + 1)
+    # model calls: root 5; leaf 3 + 1; middle 1 + 4; deeper leaf 2 + 1 (its point) + 4 (middle's point)
+    assert calls == 5 + (3 + 1) + (1 + 4) + (2 + 1 + 4)
+
+
+def test_a_tally_refuses_a_fourth_level():
+    three = merge.grown(outcome(), ())
+    for _ in range(2):
+        three = merge.grown(outcome(), (("k", "l", (0, 0, 0, 0), three),))
+    assert three.tally[:3] == (1, 1, 1)
+    with pytest.raises(AssertionError, match="deeper than three"):
+        merge.grown(outcome(), (("k", "l", (0, 0, 0, 0), three),))
 
 
 def test_a_sweep_that_keeps_no_records_collects_no_timelines():
