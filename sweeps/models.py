@@ -315,11 +315,16 @@ class AuditUnit(models.Model):
     # At most agentcore.audit.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
     candidates = models.JSONField(default=list, blank=True)
     stored_at = models.DateTimeField(null=True, blank=True)
+    # Its lease, as a chunk's (services/leases.py).
+    holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "world", "design", "tracker"],
                                                name="audit_unit_identity")]
-        indexes = [models.Index(fields=["audit", "stored"])]
+        indexes = [models.Index(fields=["audit", "stored"]),
+                   models.Index(fields=["lease_until"], condition=models.Q(lease_until__isnull=False),
+                                name="audit_unit_leased")]
         ordering = ["audit", "id"]
 
 

@@ -1,8 +1,9 @@
 """The Celery app: configuration comes from Django settings (CELERY_* names), tasks from the apps.
 
-Leases (services/leases.py): a worker's main process takes the leases of a message's chunks when it
-receives the message (task_received), and every process that runs tasks (a solo worker's main
-process, each process of a prefork pool) renews the leases of the chunks it plays every
+Leases (services/leases.py): a worker's main process takes the leases of a message's chunks (or its
+audit unit: the same for units throughout) when it receives the message (task_received), and every
+process that runs tasks (a solo worker's main process, each process of a prefork pool) renews the
+leases of the chunks it plays every
 LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun), in a thread of
 its own; a process that dies stops renewing, and its chunks' leases run out. Celery's record of the
 requests a worker holds is not used: a prefork worker whose pool process was SIGKILLed can keep the
@@ -10,7 +11,8 @@ lost task's request for good (seen in the fault tests), and its leases would nev
 
 The same thread of a worker's main process renews the worker's own lease and asks for the
 watchdog's leader lease each round. The one worker that leads runs the watchdog that round: the
-chunks of a dead worker (their leases and its own run out) queued again ahead of the queue, and,
+chunks and audit units of a dead worker (their leases and its own run out) queued again ahead of
+the queue, and,
 every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held
 (a broker restarted empty), services.recovery.sweeps_resume_stalled and
 audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps
@@ -104,30 +106,36 @@ def watchdog_round(stalled_for: float) -> int:
                     + audits.audits_resume_stalled(stalled_for=stalled_for))
 
 
-# The chunks of the tasks this process is running now, by task ID (several with threads or a
-# pool of one process's own; one at a time in a solo worker or a prefork pool process).
-_playing: dict[str, list[int]] = {}
+# The chunks and audit units of the tasks this process is running now, by task ID (several with
+# threads or a pool of one process's own; one at a time in a solo worker or a prefork pool process).
+_playing: dict[str, tuple[list[int], list[int]]] = {}
+
+
+def _leased(name: str, args: Any, kwargs: Any) -> tuple[list[int], list[int]]:
+    from sweeps.services import taskqueue
+
+    return taskqueue.chunk_ids_of(name, args or (), kwargs or {}), taskqueue.audit_unit_ids_of(name, args or (),
+                                                                                               kwargs or {})
 
 
 @task_received.connect
 def _received(request: Any = None, **_: Any) -> None:
-    """A worker's main process takes the leases of a message's chunks as it receives it: should the
-    worker die before the task claims them, they run out with it (and are queued again)."""
-    from sweeps.services import leases, taskqueue
+    """A worker's main process takes the leases of a message's chunks (or audit unit) as it receives
+    it: should the worker die before the task claims them, they run out with it (and are queued again)."""
+    from sweeps.services import leases
 
-    ids = taskqueue.chunk_ids_of(getattr(request, "task_name", ""), getattr(request, "args", None) or (),
-                                 getattr(request, "kwargs", None) or {})
-    if ids:
-        _guarded("taking the leases of a message", lambda: leases.leases_renew(chunk_ids=ids))
+    chunk_ids, unit_ids = _leased(getattr(request, "task_name", ""), getattr(request, "args", None),
+                                  getattr(request, "kwargs", None))
+    if chunk_ids or unit_ids:
+        _guarded("taking the leases of a message",
+                 lambda: leases.leases_renew(chunk_ids=chunk_ids, unit_ids=unit_ids))
 
 
 @task_prerun.connect
 def _play(task_id: str = "", task: Any = None, args: Any = None, kwargs: Any = None, **_: Any) -> None:
-    from sweeps.services import taskqueue
-
-    ids = taskqueue.chunk_ids_of(getattr(task, "name", ""), args or (), kwargs or {})
-    if ids:
-        _playing[task_id] = ids
+    chunk_ids, unit_ids = _leased(getattr(task, "name", ""), args, kwargs)
+    if chunk_ids or unit_ids:
+        _playing[task_id] = chunk_ids, unit_ids
 
 
 @task_postrun.connect
@@ -137,7 +145,12 @@ def _played(task_id: str = "", **_: Any) -> None:
 
 def playing_chunk_ids() -> list[int]:
     """The chunks of the tasks this process is running now (their leases are renewed)."""
-    return sorted({pk for ids in list(_playing.values()) for pk in ids})
+    return sorted({pk for ids, _ in list(_playing.values()) for pk in ids})
+
+
+def playing_unit_ids() -> list[int]:
+    """The audit units of the tasks this process is running now (their leases are renewed)."""
+    return sorted({pk for _, ids in list(_playing.values()) for pk in ids})
 
 
 class Keeper:
@@ -158,9 +171,9 @@ class Keeper:
         return n
 
     def _renew_and_lead(self) -> int:
-        from sweeps.services import leases, recovery
+        from sweeps.services import audits, leases, recovery
 
-        leases.leases_renew(chunk_ids=playing_chunk_ids())
+        leases.leases_renew(chunk_ids=playing_chunk_ids(), unit_ids=playing_unit_ids())
         if not self.main:
             return 0
         leases.alive()
@@ -170,7 +183,7 @@ class Keeper:
             self.leading, self.next_stall = leading, 0.0
         if not leading:
             return 0
-        return recovery.chunks_requeue_lapsed()
+        return recovery.chunks_requeue_lapsed() + audits.audit_units_requeue_lapsed()
 
 
 def _forget() -> int:

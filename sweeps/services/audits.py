@@ -9,10 +9,13 @@ Rules:
   a redelivered or raced unit stores once, a stored one is a no-op. Work happens outside transactions.
 - "Done" is read from the database: every unit stored. The finish (idempotent: running -> done once)
   replays the candidates of each broken subject's first breaking world to find its witness, once.
-- Lost messages (a killed worker) are found as a sweep's are: `audits_resume_stalled` (run by the
-  workers' stall watchdog and `manage.py audit --wait`) queues again the unstored units of a running
-  audit that stored nothing for a while, when the task queue is empty; a unit that keeps failing
-  fails its audit after MAX_CHUNK_ATTEMPTS.
+- Lost messages are found as a sweep's are. A unit is leased as a chunk is (services/leases.py):
+  its claim takes the lease, its store and a resume end it, and the watchdog's leader queues again,
+  ahead of the queue, the units whose lease ran out with their worker's (a whole worker killed:
+  `audit_units_requeue_lapsed`, within seconds). `audits_resume_stalled` (the stall watchdog, and
+  `manage.py audit --wait`) queues again the unstored units of a running audit that stored nothing
+  and had no unit under a lease for a while, when the task queue is empty (a broker restarted
+  empty). A unit that keeps failing fails its audit after MAX_CHUNK_ATTEMPTS.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from sweeps import selectors
 from sweeps.configs import check, design
 from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
-from sweeps.services import recovery, taskqueue
+from sweeps.services import leases, recovery, taskqueue
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +86,12 @@ def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: li
     return a
 
 
-def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True) -> None:
+def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, first: bool = False) -> None:
     try:
+        priority = taskqueue.FIRST if first else taskqueue.NORMAL
         with taskqueue.app.producer_or_acquire() as producer:
             for pk in unit_ids:
-                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer)
+                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, priority)
     except Exception as e:
         log.exception("audit %s: cannot enqueue its units", a.pk)
         if fail:
@@ -105,7 +109,7 @@ def audit_unit_run(*, unit_id: int) -> bool:
     """Sweep one unit and store its counts and candidates; False (a no-op) if it is stored already,
     gone, or its audit is not running. A unit past MAX_CHUNK_ATTEMPTS fails its audit."""
     claimed = AuditUnit.objects.filter(pk=unit_id, stored=False, audit__status=Audit.Status.RUNNING)
-    if not claimed.update(attempts=F("attempts") + 1):
+    if not claimed.update(attempts=F("attempts") + 1, holder=leases.HOLDER, lease_until=leases.lease_until()):
         return False
     unit = AuditUnit.objects.select_related("audit").get(pk=unit_id)
     if unit.attempts > MAX_CHUNK_ATTEMPTS:
@@ -118,7 +122,7 @@ def audit_unit_run(*, unit_id: int) -> bool:
         won = AuditUnit.objects.filter(pk=unit_id, stored=False).update(
             stored=True, scenarios=cell.scenarios, expected=cell.expected, breaks=cell.breaks,
             ok=cell.scenarios - cell.expected - cell.breaks, skipped=cell.skipped, candidates=_candidates(cell),
-            stored_at=timezone.now())
+            stored_at=timezone.now(), holder="", lease_until=None)
     if won:
         audit_finish(audit_id=unit.audit_id)
     return bool(won)
@@ -170,8 +174,8 @@ def audit_resume(*, audit_id: int, manual: bool = True) -> int:
         if a.status == Audit.Status.DONE or (not manual and a.status != Audit.Status.RUNNING):
             return 0
         ids = list(a.units.filter(stored=False).values_list("pk", flat=True))
-        if ids and manual:
-            a.units.filter(pk__in=ids).update(attempts=0)
+        if ids:  # queued now: no lease to run out (a worker holding one renews it)
+            a.units.filter(pk__in=ids).update(holder="", lease_until=None, **({"attempts": 0} if manual else {}))
         if a.status == Audit.Status.FAILED:
             take(Audit, audit_id, Audit.Status.RUNNING, sources=[Audit.Status.FAILED], error="")
         if ids:
@@ -187,8 +191,9 @@ _AUTO_RESUMED: dict[int, float] = {}
 def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) -> int:
     """The stall watchdog for audits (as recovery.sweeps_resume_stalled for sweeps): a running audit
     that stored no unit for `stalled_for` seconds (since its launch, its last stored unit or this
-    process's last resume of it) gets its unstored units queued again, only when the task queue is
-    empty; one with every unit stored is finished. Returns how many units were queued."""
+    process's last resume of it) and had no unit under a lease in that time gets its unstored units
+    queued again, only when the task queue is empty; one with every unit stored is finished.
+    Returns how many units were queued."""
     check(isinstance(stalled_for, int | float) and stalled_for > 0, "stalled_for must be a positive number")
     now, mono = timezone.now(), time.monotonic()
     cutoff = now - timedelta(seconds=stalled_for)
@@ -196,10 +201,14 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
     if audit_id is not None:
         rows = rows.filter(pk=audit_id)
     stalled = []
-    for pk, last, unstored in rows.annotate(last=Max("units__stored_at"),
-                                            unstored=Count("units", filter=Q(units__stored=False))
-                                            ).values_list("pk", "last", "unstored"):
-        if mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for or (last is not None and last >= cutoff):
+    for pk, last, unstored, leased in rows.annotate(
+            last=Max("units__stored_at"), unstored=Count("units", filter=Q(units__stored=False)),
+            leased=Max("units__lease_until", filter=Q(units__stored=False))).values_list("pk", "last", "unstored",
+                                                                                         "leased"):
+        # A lease live or ended within the period: a worker plays one of its units (a long one stores
+        # nothing for a while) or its worker died just now (the lease rule's to queue again).
+        if (mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for or (last is not None and last >= cutoff)
+                or (leased is not None and leased >= cutoff)):
             continue
         if unstored:
             stalled.append(pk)
@@ -215,6 +224,32 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
             log.exception("audit %s: the stall watchdog could not queue its missing units", pk)
             continue
         _AUTO_RESUMED[pk] = mono
+    return n
+
+
+def audit_units_requeue_lapsed() -> int:
+    """The watchdog's lease rule for audits (as recovery.chunks_requeue_lapsed for chunks): queue
+    again, ahead of the queue, the unstored units of running audits whose lease ran out with their
+    worker's, ending each lease in the transaction that publishes its unit. Returns how many."""
+    now = timezone.now()
+    lapsed = AuditUnit.objects.filter(lease_until__lt=now, stored=False, audit__status=Audit.Status.RUNNING).exclude(
+        holder__in=leases.live_workers())
+    n = 0
+    for audit_id in sorted(set(lapsed.values_list("audit_id", flat=True))):
+        try:
+            with transaction.atomic():
+                ids = list(lapsed.filter(audit_id=audit_id).select_for_update(skip_locked=True, of=("self",))
+                           .order_by("pk").values_list("pk", flat=True))
+                if not ids:
+                    continue
+                AuditUnit.objects.filter(pk__in=ids).update(holder="", lease_until=None)
+                _enqueue(Audit(pk=audit_id), ids, fail=False, first=True)
+        except Exception:  # noqa: BLE001 - the broker or the database went away: the next round tries again
+            log.exception("audit %s: the watchdog could not queue again the units of a dead worker", audit_id)
+            continue
+        log.warning("audit %s: %d unit(s) of a dead worker queued again ahead of the queue: %s", audit_id, len(ids),
+                    " ".join(map(str, ids)))
+        n += len(ids)
     return n
 
 

@@ -19,6 +19,9 @@ Rules:
   the leader runs the watchdog's rules, so workers started together never queue one sweep's work
   twice; should two ever act at once (a leader paused past its lease), taking a lapsed chunk is a
   conditional write too (recovery.chunks_requeue_lapsed), so one of them queues it.
+- An audit's unit (AuditUnit.holder, lease_until) is leased as a chunk is, by the same worker
+  hooks and keeper: its claim takes the lease, its store or a resume ends it, and the leader queues
+  again a dead worker's units (audits.audit_units_requeue_lapsed).
 - Times are the workers' clocks (kept by NTP across hosts): a skew well under LEASE_SECONDS.
 """
 
@@ -33,7 +36,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
-from sweeps.models import Chunk, Lease
+from sweeps.models import AuditUnit, Chunk, Lease
 
 # Set when this module is first imported: a Celery worker imports its tasks (hence this) in its main
 # process before it forks a prefork pool, so its pool processes name the same holder.
@@ -49,12 +52,14 @@ def lease_until(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=LEASE_SECONDS)
 
 
-def leases_renew(*, chunk_ids: Sequence[int], holder: str = HOLDER) -> int:
-    """Renew (or take) the leases of the chunks whose messages `holder` has in hand; how many.
-    Stored chunks are left alone (their lease ended with the store)."""
-    if not chunk_ids:
-        return 0
-    return Chunk.objects.filter(pk__in=list(chunk_ids), stored=False).update(holder=holder, lease_until=lease_until())
+def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER) -> int:
+    """Renew (or take) the leases of the chunks and audit units whose messages `holder` has in hand;
+    how many. Stored ones are left alone (their lease ended with the store)."""
+    n = 0
+    for model, ids in ((Chunk, chunk_ids), (AuditUnit, unit_ids)):
+        if ids:
+            n += model.objects.filter(pk__in=list(ids), stored=False).update(holder=holder, lease_until=lease_until())
+    return n
 
 
 def alive(*, holder: str = HOLDER) -> None:

@@ -57,6 +57,14 @@ def chunk_ids_of(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list
     return [i for i in ids if isinstance(i, int)]
 
 
+def audit_unit_ids_of(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[int]:
+    """The audit unit ID an AUDIT_UNIT_RUN message carries, in a list; [] for other tasks."""
+    if name != AUDIT_UNIT_RUN:
+        return []
+    pk = kwargs.get("unit_id", args[0] if args else None)
+    return [pk] if isinstance(pk, int) else []
+
+
 def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, second_to: int = 0) -> int:
     """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
     agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per

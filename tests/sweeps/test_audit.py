@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import timedelta
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from agentcore import audit as agentaudit
 from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
-from sweeps import selectors
+from sweeps import limits, selectors, tasks
 from sweeps.models import Audit, AuditUnit
-from sweeps.services import audits
+from sweeps.services import audits, leases, recovery, taskqueue
 from tests.sweeps._web import member, record_enqueued
 
 TRIAGE = sweep_configs.builtin_job_source("triage")
@@ -207,3 +209,124 @@ def test_resume_by_an_anonymous_user_is_refused_and_queues_nothing(client, monke
         r = client.post(reverse("sweeps:audit_resume", args=[a.pk]))
     assert r.status_code == 403 and sent == []
     assert Audit.objects.get(pk=a.pk).status == Audit.Status.FAILED
+
+
+def lapse(ids, holder="gone:1"):
+    """These units' worker died: their leases ran out a second ago."""
+    AuditUnit.objects.filter(pk__in=ids).update(holder=holder, attempts=1,
+                                                lease_until=timezone.now() - timedelta(seconds=1))
+
+
+def priorities(monkeypatch):
+    """What the services publish, with each message's priority: [(task name, args, priority), ...]."""
+    sent = []
+    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, priority=taskqueue.NORMAL:
+                        sent.append((name, tuple(args), priority)))
+    return sent
+
+
+@pytest.mark.django_db
+def test_a_unit_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypatch):
+    record_enqueued(monkeypatch)
+    unit = create(designs=["loop"], worlds=["panic"]).units.get()
+    real, seen = agentaudit.sweep_unit, []
+
+    def play(*args, **kw):
+        seen.append(AuditUnit.objects.filter(pk=unit.pk).values_list("holder", "lease_until").get())
+        return real(*args, **kw)
+
+    monkeypatch.setattr(agentaudit, "sweep_unit", play)
+    t0 = timezone.now()
+    assert audits.audit_unit_run(unit_id=unit.pk)
+    (holder, until), = seen
+    assert holder == leases.HOLDER and until >= t0 + timedelta(seconds=limits.LEASE_SECONDS)
+    assert AuditUnit.objects.filter(pk=unit.pk).values_list("stored", "holder", "lease_until").get() == (True, "", None)
+
+
+@pytest.mark.django_db
+def test_the_lease_rule_queues_a_dead_workers_units_once_ahead_of_the_queue(monkeypatch):
+    sent = priorities(monkeypatch)
+    ids = sorted(create().units.values_list("pk", flat=True))
+    lapse(ids[:2])
+    leases.leases_renew(unit_ids=[ids[2]], holder="alive:2")  # a live worker plays this one
+    lapse(ids[3:4], holder="prefork:3")  # its pool process died: its worker gives the message back itself
+    leases.alive(holder="prefork:3")
+    failed = create()
+    lapse(list(failed.units.values_list("pk", flat=True)))
+    audits.audit_failed(audit_id=failed.pk, error="boom")  # its resume button is for people
+    assert audits.audit_units_requeue_lapsed() == 2
+    assert sent == [(tasks.audit_unit_run.name, (pk,), taskqueue.FIRST) for pk in ids[:2]]
+    assert not AuditUnit.objects.filter(pk__in=ids[:2], lease_until__isnull=False).exists()
+    assert AuditUnit.objects.get(pk=ids[2]).holder == "alive:2"
+    assert audits.audit_units_requeue_lapsed() == 0  # queued once: their leases ended with it
+    assert len(sent) == 2
+
+
+@pytest.mark.django_db
+def test_the_lease_rule_keeps_a_unit_s_lapsed_lease_while_the_broker_is_away(monkeypatch):
+    from kombu.exceptions import OperationalError as BrokerError
+
+    def down(*args, **kw):
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
+
+    ids = sorted(create(designs=["loop"]).units.values_list("pk", flat=True))
+    lapse(ids)
+    monkeypatch.setattr(taskqueue, "publish", down)
+    assert audits.audit_units_requeue_lapsed() == 0
+    assert AuditUnit.objects.filter(pk__in=ids, lease_until__isnull=False).count() == len(ids)  # rolled back
+    sent = priorities(monkeypatch)
+    assert audits.audit_units_requeue_lapsed() == len(ids) and [args[0] for _, args, _ in sent] == ids
+
+
+@pytest.mark.django_db
+def test_a_resume_ends_the_leases_of_the_units_it_queues(monkeypatch, django_capture_on_commit_callbacks):
+    sent = record_enqueued(monkeypatch)
+    a = create(designs=["loop"])
+    ids = sorted(a.units.values_list("pk", flat=True))
+    lapse(ids)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert audits.audit_resume(audit_id=a.pk) == len(ids)
+    assert audits.audit_units_requeue_lapsed() == 0  # not queued a second time
+    assert [args[0] for _, args in sent] == ids
+
+
+@pytest.mark.django_db
+def test_the_stall_rule_leaves_an_audit_with_a_unit_under_a_lease_alone(monkeypatch):
+    record_enqueued(monkeypatch)
+    monkeypatch.setattr(audits, "_AUTO_RESUMED", {})
+    monkeypatch.setattr(recovery, "queued_messages", lambda: 0)
+    a = create(designs=["loop"])
+    Audit.objects.filter(pk=a.pk).update(created_at=timezone.now() - timedelta(seconds=60))
+    pk = a.units.values_list("pk", flat=True).first()
+    leases.leases_renew(unit_ids=[pk], holder="alive:2")  # a long unit plays: nothing stored for a while
+    assert audits.audits_resume_stalled(stalled_for=10) == 0
+    AuditUnit.objects.filter(pk=pk).update(lease_until=timezone.now() - timedelta(seconds=11))  # it never came back
+    assert audits.audits_resume_stalled(stalled_for=10) == a.units.count()
+
+
+@pytest.mark.django_db(transaction=True)  # the keeper's rounds close the connections they used
+def test_a_worker_takes_and_renews_the_lease_of_the_audit_unit_it_plays(monkeypatch):
+    from celery.signals import task_postrun, task_prerun, task_received
+
+    from sweepsite import celery as celery_module
+
+    sent = priorities(monkeypatch)
+    ids = sorted(create(designs=["loop"]).units.values_list("pk", flat=True))
+    sent.clear()  # its launch's messages
+
+    class Received:
+        task_name, args, kwargs = tasks.audit_unit_run.name, (ids[0],), {}
+
+    task_received.send(sender=None, request=Received())
+    assert AuditUnit.objects.get(pk=ids[0]).holder == leases.HOLDER
+    task_prerun.send(sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],), kwargs={})
+    try:
+        assert celery_module.playing_unit_ids() == [ids[1]] and celery_module.playing_chunk_ids() == []
+        lapse([ids[2]])  # a dead worker's
+        assert celery_module.Keeper(stalled_for=30).round() == 1  # renews, leads: the dead worker's unit queued again
+        assert AuditUnit.objects.get(pk=ids[1]).lease_until > timezone.now()
+        assert sent == [(tasks.audit_unit_run.name, (ids[2],), taskqueue.FIRST)]
+    finally:
+        task_postrun.send(sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],),
+                          kwargs={})
+    assert celery_module.playing_unit_ids() == []

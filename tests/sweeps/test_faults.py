@@ -46,8 +46,8 @@ from django.utils import timezone
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps import workers as sweepworkers
-from sweeps.models import Chunk, Lease, Question, Scenario, Sweep
-from sweeps.services import chunks, launch, leases, lifecycle, questions, recovery, taskqueue
+from sweeps.models import Audit, AuditUnit, Chunk, Lease, Question, Scenario, Sweep
+from sweeps.services import audits, chunks, launch, leases, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
@@ -372,6 +372,52 @@ def test_whole_worker_kills_rerun_within_seconds(where, request, capsys):
     assert connection.vendor == ("postgresql" if lab.redis else "sqlite")
     sweep_under_whole_kills(lab, capsys, "whole-worker kills, " + ("PostgreSQL + Redis" if lab.redis else
                                                                   "SQLite + filesystem broker"))
+
+
+AUDIT = {"designs": ["loop", "keys", "markers", "once-per-turn"], "trackers": ["keyed", "keyless"], "worlds": ["panic"]}
+
+
+@pytest.mark.parametrize("where", LABS)
+def test_a_whole_worker_killed_mid_audit_unit_has_it_run_again_within_seconds(where, request, capsys):
+    lab = request.getfixturevalue(where)
+    spares = lab.workers(pool="solo", concurrency=1)
+    waiting = spares.start(1, wait=False, queue=f"{sweepworkers.queue_name()}-spares")
+    workers = lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
+    consuming = workers.start(MAKE_RUN_WORKERS, wait=False)
+    workers.wait_ready(consuming)
+    spares.wait_ready(waiting)
+    a = audits.audit_create(user=None, job_source=TRIAGE, **AUDIT)
+    deadline, killed, held, rerun = time.monotonic() + TIMEOUT, None, None, None
+    while Audit.objects.filter(pk=a.pk).values_list("status", flat=True).get() == Audit.Status.RUNNING:
+        now = time.monotonic()
+        rows = list(AuditUnit.objects.filter(audit=a).values_list("pk", "stored", "attempts", "holder", "lease_until"))
+        if killed is None:
+            playing = {(pk, attempts, h) for pk, stored, attempts, h, until in rows
+                       if not stored and until and until > timezone.now()}
+            victims = [(p, pk, n) for p in consuming for pk, n, h in playing if h == _faults.holder(p.pid)]
+            if victims:
+                victim, unit, attempts = victims[0]
+                os.kill(victim.pid, signal.SIGKILL)
+                killed = time.monotonic()
+                victim.wait()
+                spares.consume(waiting[0], sweepworkers.queue_name())  # its replacement
+                held = unit, attempts
+        elif rerun is None and any(pk == held[0] and attempts > held[1] for pk, _, attempts, _, _ in rows):
+            rerun = now - killed
+        if now > deadline:
+            pytest.fail(f"audit {a.pk} not finished after {TIMEOUT} s\n{lab.logs()[-6000:]}")
+        time.sleep(0.02)
+    a.refresh_from_db()
+    assert a.status == Audit.Status.DONE, f"{a.error}\n{lab.logs()[-6000:]}"
+    assert held is not None, "no unit was seen under a lease"
+    assert rerun is not None and rerun <= RERUN_SECONDS, rerun
+    assert re.search(rf"audit {a.pk}: 1 unit\(s\) of a dead worker queued again ahead of the queue: {held[0]}\b",
+                     lab.logs()), lab.logs()[-6000:]
+    assert not AuditUnit.objects.filter(audit=a, stored=False).exists()
+    label = "PostgreSQL + Redis" if lab.redis else "SQLite + filesystem broker"
+    report(capsys, f"audit unit, {label}: a whole worker SIGKILLed while it played unit {held[0]} (attempt "
+                   f"{held[1]}); run again after {rerun:.2f} s (goal <= {RERUN_SECONDS:g} s) by the lease rule; "
+                   f"audit done, {a.units.count()} units stored; {load()}")
 
 
 # --- 1c. one watchdog acts per round ---------------------------------------------------------------
