@@ -30,6 +30,9 @@ from agentcore.world import MODES
 from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 
+# The launch form says it as the service does.
+DEPTH_3_PERSON = "depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 at most"
+
 
 def builtin_job_source(name: str = "triage") -> str:
     """The JSON text of a built-in job (what a sweep of "the triage job" stores)."""
@@ -188,8 +191,7 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
           f"depth must be {' or '.join(map(str, DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
     check(person in Sweep.Person.values, f"person must be one of {', '.join(Sweep.Person.values)}, not {person!r}")
-    check(depth < 3 or person == Sweep.Person.SCRIPTED,
-          "depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 at most")
+    check(depth < 3 or person == Sweep.Person.SCRIPTED, DEPTH_3_PERSON)
     clean_conditions(*conditions)
     return job
 

@@ -22,7 +22,7 @@ from agentcore.designs import DESIGNS
 from agentcore.faults import MODELS
 from agentcore.jobs import BUILTIN, Job, JobError, parse
 from agentcore.world import MODES
-from sweeps.configs import Conditions, builtin_job_source, clean_conditions, clean_spelled, design
+from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS
@@ -217,8 +217,7 @@ class LaunchForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if data.get("depth") == 3 and data.get("person") == Sweep.Person.QUEUE:
-            self.add_error("depth", "depth 3 needs the scripted person: a question queue pauses scenarios at "
-                                    "depth 2 at most")
+            self.add_error("depth", DEPTH_3_PERSON)
         if data.get("job") == "triage" and data.get("job_file") is not None:
             # Never run the built-in job while the person believes their file is being swept.
             self.add_error("job_file", "a job file was chosen, but \"the built-in triage job\" is selected: "
