@@ -195,7 +195,7 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
 
         pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_started)
         try:
-            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge, keep).run()
+            yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge).run()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
@@ -206,9 +206,8 @@ class _Parallel:
     order, as in one process, so progress shows as it goes."""
 
     def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
-                 base: str | None, collect: bool, merge: bool, keep: bool) -> None:
+                 base: str | None, collect: bool, merge: bool) -> None:
         self.configs, self.chunks, self.depth, self.workers, self.pool = configs, chunks, depth, workers, pool
-        self.keep = keep
         self.here = None if base is None else os.path.join(base, "main")
         self.merged = [merged(configs[c.config], c, collect, merge) for c in chunks]
         self.results: queue.SimpleQueue[Any] = queue.SimpleQueue()
