@@ -3,6 +3,7 @@ PostgreSQL and Redis), a unit is stored once, and bad input stores nothing."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 from datetime import timedelta
@@ -113,7 +114,7 @@ def test_the_launch_form_stores_an_audit_and_its_page_shows_progress(client, dja
 
 
 @pytest.mark.django_db
-def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monkeypatch):
+def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monkeypatch, client):
     record_enqueued(monkeypatch)
     a = create(worlds=["panic"])
     for u in a.units.all():
@@ -122,6 +123,12 @@ def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monke
     assert [r["verdict"] for r in report["rows"]] == [
         "real loop, keyed tracker: safe", "+ idempotency keys: broken by panic (798 of 12521 scenarios)"]
     assert report["rows"][1]["witness"]["link"].startswith(f"/witness/?audit={a.pk}&variant=")
+    # The page shows the witness's timeline, a line each (once, the template's own source instead).
+    client.force_login(member("ann", "viewer"))
+    page = client.get(reverse("sweeps:audit", args=[a.pk])).content.decode()
+    lines = report["rows"][1]["witness"]["lines"]
+    assert len(lines) > 3 and "{{" not in page
+    assert html.escape(lines[0]) + "\n" + html.escape(lines[1]) + "\n" in page
 
 
 @pytest.mark.django_db
