@@ -54,8 +54,14 @@ def _new_record(cfg: Config, o: merging.Outcome, base: merging.Counters, first: 
     return ScenarioRecord(
         cfg.job.name, cfg.design.name, cfg.tracker, cfg.runs, *first, *(second or _NO_POINT),
         o.duplicates, o.missing, o.wrong, o.gave_up, o.denied_ran, asks, avoidable, approvals,
-        model_calls, model_calls - (len(cfg.job.turns) + 1) * cfg.runs, o.status, timeline, effects,
+        model_calls, model_calls - job_calls(cfg), o.status, timeline, effects,
         *(third or _NO_POINT))
+
+
+def job_calls(cfg: Config) -> int:
+    """The model calls of the job's runs uncrashed: a reply per turn and the final one, per run
+    (calls_plus counts the calls above it)."""
+    return (len(cfg.job.turns) + 1) * cfg.runs
 
 
 def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
@@ -96,10 +102,6 @@ class ChunkResult:
     explored: int = 0  # scenario plays: the records less those agentcore.merge rebuilt from a tree
     row: TableRow | None = None  # the records' table row, where they were not kept (records and waiting empty)
 
-    @property
-    def scenarios(self) -> int:
-        return self.row.scenarios if self.row is not None else len(self.records)
-
 
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False,
               merge: bool = True, keep: bool = True) -> ChunkResult:
@@ -116,11 +118,7 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         before = m.explored
         state, saves = m.first(chunk.first, workdir)
         tree = merging.explore(m, state, depth - 1, workdir)
-        if keep:
-            out = tree_result(cfg, chunk, state, saves, tree)
-        else:
-            assert tree.tally is not None
-            out = tree_row(cfg, chunk, state, saves, tree.tally)
+        out = from_tree(cfg, chunk, state, saves, tree if keep else tree.tally)
         out.explored = m.explored - before
         return out
     # A later chunk plays its once scenario again (its record is stored already) only to note the
@@ -143,7 +141,7 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         opts = Options(timeline=collect, points=depth == 3, notes=depth == 3)
         for q in range(lo, hi + 1):
             (kind, label), state = restart[q - 1], once.restarts[q - 1]
-            twice = _twice(cfg, (chunk.first, q), kind, state, opts, workdir)
+            twice = play_from_note(cfg, (chunk.first, q), kind, state, opts, workdir)
             out.records.append(_record(cfg, twice, first, (q, kind, label)))
             out.saves += twice.saves
             _keep_waiting(out, twice)
@@ -151,7 +149,7 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
                 again = twice.processes[-1].points
                 assert again is not None
                 for r, ((kind3, label3), note) in enumerate(zip(again, twice.restarts, strict=True), 1):
-                    thrice = _twice(cfg, (chunk.first, q, r), kind3, note, Options(timeline=collect), workdir)
+                    thrice = play_from_note(cfg, (chunk.first, q, r), kind3, note, Options(timeline=collect), workdir)
                     out.records.append(_record(cfg, thrice, first, (q, kind, label), (r, kind3, label3)))
                     out.saves += thrice.saves
     out.explored = len(out.records)
@@ -188,12 +186,20 @@ def tree_row(cfg: Config, chunk: Chunk, state: Durable, saves: int, t: merging.T
     n = t[0] + t[1] + t[2]
     asks, avoidable, _, calls = merging.counters(state)
     row = TableRow(cfg.label, t[0], t[1], t[3], t[4], t[5], t[6], t[7], t[8], t[10] + n * asks,
-                   t[11] + n * avoidable, t[12] + n * (calls - (len(cfg.job.turns) + 1) * cfg.runs), t[2])
+                   t[11] + n * avoidable, t[12] + n * (calls - job_calls(cfg)), t[2])
     return ChunkResult(chunk.config, chunk.first, [], saves + t[9], row=row)
 
 
-def _twice(cfg: Config, plan: tuple[int, ...], kind: str, note: Durable, options: Options, workdir: str | None,
-           answers: dict[str, bool] | None = None) -> Played:
+def from_tree(cfg: Config, chunk: Chunk, state: Durable, saves: int,
+              built: merging.Tree | merging.Tally) -> ChunkResult:
+    """The chunk's records from its tree, or its row from a tally (records not kept)."""
+    if isinstance(built, merging.Tree):
+        return tree_result(cfg, chunk, state, saves, built)
+    return tree_row(cfg, chunk, state, saves, built)
+
+
+def play_from_note(cfg: Config, plan: tuple[int, ...], kind: str, note: Durable, options: Options,
+                   workdir: str | None, answers: dict[str, bool] | None = None) -> Played:
     """The scenario crashed at the points of `plan`, the last (of `kind`) in the restart whose
     state there is `note`: played from the note, or in full when the crash there is the tracker's."""
     if full_play(kind):
@@ -251,10 +257,10 @@ def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str
     once = play(cfg, (first,), Options(points=True, timeline=True, notes=True), answers=once_answers)
     kind, note = _noted(cfg, once, 1, second, f"the restart after point {first}")
     if third is None:
-        return _twice(cfg, (first, second), kind, note, Options(timeline=True), None, answers)
-    twice = _twice(cfg, (first, second), kind, note, Options(points=True, timeline=True, notes=True), None)
+        return play_from_note(cfg, (first, second), kind, note, Options(timeline=True), None, answers)
+    twice = play_from_note(cfg, (first, second), kind, note, Options(points=True, timeline=True, notes=True), None)
     kind3, note3 = _noted(cfg, twice, -1, third, f"the restart after points {first} and {second}")
-    return _twice(cfg, (first, second, third), kind3, note3, Options(timeline=True), None)
+    return play_from_note(cfg, (first, second, third), kind3, note3, Options(timeline=True), None)
 
 
 def _noted(cfg: Config, p: Played, process: int, point: int, what: str) -> tuple[str, Durable]:

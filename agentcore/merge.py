@@ -11,7 +11,7 @@ Rules:
   calls, asks, avoidable asks, approvals; saves are the restart's own), and with crashes still to
   come, for each point of the restart the counters there and the tree of the state a crash there
   leaves. Records are rebuilt from the trees, one per scenario, equal field by field to the
-  unmerged sweep's (tests/agentcore/test_merge.py): `Count.explored` counts the restarts played,
+  unmerged sweep's (tests/agentcore/test_merge.py): `Memo.explored` counts the restarts played,
   the records are the raw scenarios.
 - A state may merge only where a restart's future is the durable state's alone (`mergeable`): not
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
@@ -24,8 +24,10 @@ Rules:
 - A process that runs chunks itself (a one-worker sweep, a dashboard worker) keeps one memo per
   configuration object, all of them together at most MAX_ENTRIES trees and MAX_MEMOS
   configurations; past that it starts again (a merge missed costs time, never a record). A sweep
-  with workers keeps one memo for all of them (agentcore.sweep): each restart's play (`step`) goes
-  to one worker, and the trees are built where the sweep started.
+  with workers shares one set of trees among them (agentcore.sweep): each restart's play (`step`)
+  goes to one worker, and the trees are built where the sweep started, held for the sweep's length
+  (not a Memo: MAX_ENTRIES does not bound them). A sweep of many configurations gives each worker
+  whole configurations instead, with a memo of its own per configuration.
 """
 
 from __future__ import annotations
@@ -76,14 +78,14 @@ class Tree:
     outcome: Outcome
     # per point of the restart (with crashes still to come): its kind and label, the counters it
     # had added there, and the tree of the state a crash there leaves
-    children: tuple[tuple[str, str, Counters, Tree], ...] = ()
-    tally: Tally | None = None  # grown() fills it
+    children: tuple[tuple[str, str, Counters, Tree], ...]
+    tally: Tally  # of the whole tree (`tally`): grown() builds every tree
 
 
 def grown(done: Outcome, children: tuple[tuple[str, str, Counters, Tree], ...]) -> Tree:
     """The tree of a restart with its children's trees, and its tally."""
     kids = [child.tally for _, _, _, child in children]
-    return Tree(done, children, tally(done, [added for _, _, added, _ in children], kids))  # type: ignore[arg-type]
+    return Tree(done, children, tally(done, [added for _, _, added, _ in children], kids))
 
 
 def tally(done: Outcome, added: Sequence[Counters], kids: Sequence[Tally]) -> Tally:

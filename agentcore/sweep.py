@@ -15,13 +15,14 @@ Rules:
   `explored`), and records are built once, here, with no record sent between processes. Other
   chunks (timelines kept, a queue person, kill, a tracker that can crash) go to a worker whole, a
   few to a task (fewer toward the end, so that the workers finish together).
-- A sweep of many merged configurations (at least BY_CONFIGURATION per worker: the table, an audit)
+- A sweep of many merged configurations (at least BY_CONFIGURATION per worker: the table's 11 on
+  up to 3 workers, an audit)
   sends each configuration's chunks to one worker together instead, the biggest first: memos are
   per configuration, so a worker with all of one plays what one process plays, and a restart costs
   no message (the table's restarts are a tenth of a millisecond each, their messages as much).
 - A sweep that needs only its table (`keep=False`) keeps no record: chunks give their rows
-  (agentcore.chunks), from a tree's tally where merged, so neither this process nor a worker builds
-  records, and a whole chunk's worker sends back one row.
+  (agentcore.chunks). A merged chunk's row is its tree's tally: no record is built anywhere; an
+  unmerged chunk's worker builds its records and sends back only their row.
 - The workers are concurrent.futures' ProcessPoolExecutor, forked: multiprocessing.Pool's worker
   handler thread woke at every result not yet read, a tenth of a second of CPU per second of sweep
   taken from the workers.
@@ -48,18 +49,18 @@ from agentcore.chunks import (
     Chunk,
     ChunkResult,
     Resumed,
+    from_tree,
     merged,
+    play_from_note,
     points,
     replay,
     resume,
     run_chunk,
-    tree_result,
-    tree_row,
 )
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
 from agentcore.disk import ram_dir
 from agentcore.limits import SWEEP_DEPTHS
-from agentcore.records import ScenarioRecord, TableRow, table_row
+from agentcore.records import ScenarioRecord, TableRow
 from agentcore.scenario import Options, Played, play
 from agentcore.state import Durable
 
@@ -91,12 +92,9 @@ IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiti
 BY_CONFIGURATION = 3  # merged configurations per worker from which each goes to a worker whole
 WHOLE_PER_TASK = 8  # at most: chunks played whole go out a few to a task, fewer toward the end
 
-_FIELDS = tuple(f.name for f in fields(ScenarioRecord))  # ScenarioRecord(*row) takes them in this order
-
-
-def _plain(obj: Durable | merging.Outcome) -> tuple[Any, ...]:
-    """Its fields in order (Durable(*t), Outcome(*t) take them back): a dataclass with slots
-    pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
+def _plain(obj: Durable | merging.Outcome | ScenarioRecord) -> tuple[Any, ...]:
+    """Its fields in order (Durable(*t), Outcome(*t), ScenarioRecord(*t) take them back): a dataclass
+    with slots pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
     get = _GETTERS.get(type(obj))
     if get is None:
         get = _GETTERS[type(obj)] = attrgetter(*(f.name for f in fields(obj)))
@@ -128,19 +126,15 @@ def _workdir() -> str | None:
     return d
 
 
-def _started() -> None:
-    _SENT.clear()
-
-
 def _worker(items: list[tuple[int, Chunk]]) -> tuple[tuple[int, ChunkResult, list[tuple[Any, ...]]], ...]:
     """A pool process runs chunks (numbered) whole, in order. Records travel back as plain tuples:
     pickling ten thousand dataclass instances field by field cost more than a tenth of a second on
     each side."""
-    out = []
+    out, d = [], _workdir()
     for i, chunk in items:
-        res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], _workdir(), _OPTIONS["collect"],
+        res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"],
                         _OPTIONS["merge"], _OPTIONS["keep"])
-        rows = [tuple(getattr(r, f) for f in _FIELDS) for r in res.records]
+        rows = list(map(_plain, res.records))
         res.records = []
         out.append((i, res, rows))
     return tuple(out)
@@ -193,7 +187,7 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"), initializer=_started)
+        pool = ProcessPoolExecutor(workers, multiprocessing.get_context("fork"))
         try:
             yield from _Parallel(configs, chunks, depth, workers, pool, base, collect, merge).run()
         finally:
@@ -237,7 +231,7 @@ class _Parallel:
             tasks = sorted(merged_by_config.values(), key=len, reverse=True)
             grouped = {i for group in tasks for i, _ in group}
             for i in grouped:
-                self.merged[i] = False
+                self.merged[i] = False  # merged in a worker, so here a chunk that comes back whole
         # Early first points have the longest restarts: those go out first, in tasks of a few chunks (a
         # task costs the sweep's process half a millisecond), each a quarter of a worker's share of those left.
         whole = [(i, self.chunks[i]) for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
@@ -284,7 +278,7 @@ class _Parallel:
         heapq.heappush(self.heap, (chunk, self.seq, ci, k))
 
     def _send(self, work: Callable[[Any], Any], items: Any) -> None:
-        self.pool.submit(work, items).add_done_callback(lambda f: self.results.put(f.exception() or f.result()))
+        self.pool.submit(work, items).add_done_callback(lambda f: self.results.put((work, f.exception() or f.result())))
 
     def _hand_out(self) -> None:
         """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""
@@ -310,9 +304,10 @@ class _Parallel:
             except queue.Empty:
                 return
             block = False
+            work, got = got
             if isinstance(got, BaseException):
                 raise got
-            if isinstance(got, tuple):  # whole chunks
+            if work is _worker:  # whole chunks
                 for i, res, rows in got:
                     res.records = [ScenarioRecord(*row) for row in rows]
                     self.whole[i] = res
@@ -341,12 +336,7 @@ class _Parallel:
             return self.whole.pop(i)
         chunk = self.chunks[i]
         state, saves, k = self.roots[i]
-        built = self.built[chunk.config][k]
-        cfg = self.configs[chunk.config]
-        if isinstance(built, merging.Tree):
-            res = tree_result(cfg, chunk, state, saves, built)
-        else:
-            res = tree_row(cfg, chunk, state, saves, built)
+        res = from_tree(self.configs[chunk.config], chunk, state, saves, self.built[chunk.config][k])
         # Chunks are taken in order, so the restarts built since the last are what one process plays for this one.
         res.explored, self.counted = self.count - self.counted, self.count
         return res
@@ -361,7 +351,7 @@ class _Parallel:
         node = self.nodes[ci].get(k)
         if node is None:
             return None
-        done, keys, added, where = node
+        done, keys, added, where = node  # (dropped once built: `built` answers from then on)
         kids = list(map(built.get, keys))  # most are built already: no call for those
         if not all(kids):
             for n, kid in enumerate(kids):
@@ -375,6 +365,7 @@ class _Parallel:
             got = merging.grown(done, tuple((kind, label, a, kid) for (kind, label), a, kid
                                             in zip(where, added, kids, strict=True)))  # type: ignore[misc]
         built[k] = got
+        del self.nodes[ci][k]
         self.count += 1
         return got
 
@@ -402,16 +393,17 @@ def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool
     rows = [TableRow(cfg.label) for cfg in configs]
     saves = explored = 0
     for n, res in enumerate(run_chunks(configs, chunks, depth, workers, collect, disk, merge, keep), 1):
+        row = rows[res.config]
         if res.row is None:
             records[res.config].extend(res.records)
+            for r in res.records:
+                row.add(r)
         else:
-            rows[res.config].add_row(res.row)
+            row.add_row(res.row)
         saves += res.saves
         explored += res.explored
         if progress is not None:
             progress(n, len(chunks))
-    if keep:
-        rows = [table_row(cfg.label, recs) for cfg, recs in zip(configs, records, strict=True)]
     return SweepResult(rows, records, saves, sum(r.scenarios for r in rows), explored)
 
 
@@ -421,5 +413,5 @@ def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:
 
 
 __all__ = ["DISKS", "PERSONS", "TABLE", "Chunk", "ChunkResult", "Config", "Options", "Played", "Resumed",
-           "SweepResult", "config_name", "each_record", "plan_chunks", "play", "points", "replay", "resume",
-           "run_chunk", "run_chunks", "sweep", "table_configs"]
+           "SweepResult", "config_name", "each_record", "plan_chunks", "play", "play_from_note", "points", "replay",
+           "resume", "run_chunk", "run_chunks", "sweep", "table_configs"]

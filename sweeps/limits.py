@@ -109,8 +109,9 @@ RATE_SWEEPS = 20
 # average of 8 to 10, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
 # runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
 # for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
-# Each round is two small UPDATEs per worker (its lease, the leader's) and one per process while
-# it plays a chunk.
+# Each round is two small UPDATEs per worker (its lease, the leader's; a worker that does not lead
+# also reads whether the leader's row exists) and one per process while it plays a chunk or an
+# audit unit; the leader also reads the lapsed chunks and units (two indexed SELECTs).
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for

@@ -15,7 +15,6 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from agentcore import sweep as agentsweep
-from agentcore.trackerfault import full_play
 from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings, conditions_from
 from sweeps.limits import MAX_DEPTH3_SCENARIOS, PLAN_BUDGET, PLAN_MIN_SAMPLES
 from sweeps.models import Sweep
@@ -81,9 +80,7 @@ def _thrice_points(cfg: agentsweep.Config, first: int, samples: int) -> tuple[in
     deeper = agentsweep.Options(points=True, notes=True)
 
     def third(q: int) -> tuple[int]:
-        kind = restart[q - 1][0]
-        twice = (agentsweep.play(cfg, (first, q), deeper, answers=once.restarts[q - 1].answers) if full_play(kind)
-                 else agentsweep.play(cfg, (), deeper, start=once.restarts[q - 1]))
+        twice = agentsweep.play_from_note(cfg, (first, q), restart[q - 1][0], once.restarts[q - 1], deeper, None)
         return (len(twice.processes[-1].points or ()) if twice.restarts is not None else 0,)
 
     thrice = _total(len(restart), samples, third)

@@ -12,7 +12,7 @@ Rules:
 - `migrate` sets the three groups' permissions to ROLES (post_migrate, so they also come back after
   a test flushes the database): change what a role may do here, not in the admin.
 - Anonymous visitors read only when settings.SWEEPSITE_PUBLIC_READ is on, and never the pages that
-  show call arguments or keys (sweeps.views._common.read_access says which).
+  show call arguments or keys (sweeps.views._common: read_access and viewer_access say which).
 - Management commands are the admin's: they check nothing. The per-user limit of unfinished sweeps
   is a write rule, enforced in the services (launch.sweep_create, recovery.sweep_resume).
 """

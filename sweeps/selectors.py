@@ -323,12 +323,6 @@ def heatmap_third(sweep: Sweep, config: int, first: int, second: int) -> list[di
     return [dict(zip(fields, row, strict=True)) for row in qs.order_by("third_point").values_list(*fields)]
 
 
-def twice_scenario(sweep: Sweep, config: int, first: int, second: int) -> dict[str, Any] | None:
-    """The twice scenario of a (first, second) pair: {"id", "first_label", "second_label"}, or None."""
-    return (Scenario.objects.filter(sweep=sweep, config=config, first_point=first, second_point=second,
-                                    third_point=0).values("id", "first_label", "second_label").first())
-
-
 def point_labels(sweep: Sweep) -> dict[tuple[int, int], str]:
     """(config, first point) -> the first crash point's label, from the chunks (or the once rows if none)."""
     rows = list(Chunk.objects.filter(sweep=sweep).order_by().values_list("config", "first_point", "label"))

@@ -61,11 +61,16 @@ INSTALLED_APPS = [
     # Before staticfiles: runserver leaves static files to WhiteNoise, DEBUG on or off.
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
+    "axes",  # failed logins, locked out (see "Logins and roles" below)
     "sweeps",
 ]
 
 MIDDLEWARE = [
+    # First: a body over SWEEPSITE_MAX_REQUEST_BYTES (by its Content-Length) is answered 413 unread.
+    "sweepsite.request_guards.RequestSizeLimitMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The Content-Security-Policy header on every answer below, a lockout's and a 403's too.
+    "csp.middleware.CSPMiddleware",
     # Static files (plotly.min.js, the admin's CSS) from STATIC_ROOT, DEBUG on or off, under
     # runserver (`make run`) and gunicorn (`make serve`) alike: compressed, cached for a year.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -73,10 +78,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Right once the user is known: an anonymous write is refused before the CSRF check reads its body.
+    "sweepsite.request_guards.AnonymousWriteMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # A database that cannot be reached: a 503 page saying so, not a 500.
     "sweepsite.middleware.DatabaseUnavailableMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes asks: it turns a lockout into the page
 ]
 
 ROOT_URLCONF = "sweepsite.urls"
@@ -203,8 +211,6 @@ SWEEPSITE_PUBLIC_READ = os.environ.get("SWEEPSITE_PUBLIC_READ", "0") == "1"
 SWEEPSITE_MAX_RUNNING = int(os.environ.get("SWEEPSITE_MAX_RUNNING", str(limits.MAX_RUNNING_PER_USER)))
 # django-axes: failed logins per (username, address) pair before it is locked out; staff unlock it
 # in the admin (Access attempts) or with `manage.py axes_reset_username NAME`.
-INSTALLED_APPS.insert(INSTALLED_APPS.index("sweeps"), "axes")
-MIDDLEWARE.append("axes.middleware.AxesMiddleware")  # last, as axes asks: it turns a lockout into the page
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("SWEEPSITE_LOGIN_FAILURES", str(limits.LOGIN_FAILURES)))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -215,23 +221,17 @@ AXES_LOCKOUT_CALLABLE = "sweepsite.lockout.lockout_response"
 AXES_VERBOSE = False
 
 # --- Hardening (issue 15 items 4-6): request bodies, Content-Security-Policy, health -------------
-# Kept in one block, after everything else, so that it only adds to the lists above.
 
 # Request bodies: a body longer than SWEEPSITE_MAX_REQUEST_BYTES (Content-Length) is answered 413 before
 # a byte of it is read, by the first middleware; an anonymous POST/PUT/PATCH/DELETE (but the log-in
 # and log-out forms) is refused right after the session is known, before CsrfViewMiddleware reads
-# the body. What is let through is read into memory only, never into a temporary file.
+# the body (both in MIDDLEWARE above). What is let through is read into memory only, never into a
+# temporary file.
 SWEEPSITE_MAX_REQUEST_BYTES = limits.MAX_REQUEST_BYTES
 SWEEPSITE_ANONYMOUS_WRITES = ("login", "logout", "admin:login")
 DATA_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = limits.MAX_REQUEST_BYTES
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler"]
-MIDDLEWARE.insert(0, "sweepsite.request_guards.RequestSizeLimitMiddleware")
-MIDDLEWARE.insert(MIDDLEWARE.index("django.contrib.auth.middleware.AuthenticationMiddleware") + 1,
-                  "sweepsite.request_guards.AnonymousWriteMiddleware")
-# Outside everything but the size limit, so that every page, a lockout's and a 403's too, carries it.
-MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
-                  "csp.middleware.CSPMiddleware")
 
 # Content-Security-Policy (django-csp 4), in every mode: everything from this site only, no inline
 # script (the pages' scripts are static files), nothing inline for styles but what Plotly needs

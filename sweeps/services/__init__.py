@@ -1,5 +1,5 @@
-"""Every write of the dashboard, by concern: launch, chunks, recovery, lifecycle, questions,
-timelines, users; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
+"""Every write of the dashboard, by concern: launch, chunks, recovery, leases, lifecycle, questions,
+timelines, audits, users; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
 sweeps.replay's, which write nothing).
 
 Rules:
@@ -13,10 +13,14 @@ Rules:
 - "Done" is read from the database (every chunk stored, no question left unresolved), never from
   a counter that a killed worker could leave wrong (lifecycle.sweep_finalize).
 - Tasks are enqueued with `transaction.on_commit` through taskqueue, by name: a worker never sees
-  an ID before its row exists, and the services never import sweeps.tasks.
-- Lost messages are found by the watchdog's leader: chunks whose lease ran out with their worker
-  (leases, recovery.chunks_requeue_lapsed) within seconds, and a sweep that lost messages no worker
-  held (recovery.sweeps_resume_stalled).
+  an ID before its row exists, and the services never import sweeps.tasks. The one exception, the
+  lease rule (leases.requeue_lapsed), publishes inside its transaction, whose rows exist already:
+  a worker that gets the message first waits for their locks.
+- Lost messages are found by the watchdog's leader: chunks and audit units whose lease ran out with
+  their worker (leases, recovery.chunks_requeue_lapsed, audits.audit_units_requeue_lapsed) within
+  seconds, and a sweep or audit that lost messages no worker held (recovery.sweeps_resume_stalled,
+  audits.audits_resume_stalled).
 
-Import order, no cycles: leases, taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines.
+Import order, no cycles: leases, taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines;
+recovery <- audits.
 """

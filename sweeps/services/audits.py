@@ -175,7 +175,9 @@ def audit_resume(*, audit_id: int, manual: bool = True) -> int:
             return 0
         ids = list(a.units.filter(stored=False).values_list("pk", flat=True))
         if ids:  # queued now: no lease to run out (a worker holding one renews it)
-            a.units.filter(pk__in=ids).update(holder="", lease_until=None, **({"attempts": 0} if manual else {}))
+            leases.end(a.units.filter(pk__in=ids))
+            if manual:
+                a.units.filter(pk__in=ids).update(attempts=0)  # a fresh bound
         if a.status == Audit.Status.FAILED:
             take(Audit, audit_id, Audit.Status.RUNNING, sources=[Audit.Status.FAILED], error="")
         if ids:
@@ -231,32 +233,20 @@ def audit_units_requeue_lapsed() -> int:
     """The watchdog's lease rule for audits (as recovery.chunks_requeue_lapsed for chunks): queue
     again, ahead of the queue, the unstored units of running audits whose lease ran out with their
     worker's, ending each lease in the transaction that publishes its unit. Returns how many."""
-    now = timezone.now()
-    lapsed = AuditUnit.objects.filter(lease_until__lt=now, stored=False, audit__status=Audit.Status.RUNNING).exclude(
-        holder__in=leases.live_workers())
-    n = 0
-    for audit_id in sorted(set(lapsed.values_list("audit_id", flat=True))):
-        try:
-            with transaction.atomic():
-                ids = list(lapsed.filter(audit_id=audit_id).select_for_update(skip_locked=True, of=("self",))
-                           .order_by("pk").values_list("pk", flat=True))
-                if not ids:
-                    continue
-                AuditUnit.objects.filter(pk__in=ids).update(holder="", lease_until=None)
-                _enqueue(Audit(pk=audit_id), ids, fail=False, first=True)
-        except Exception:  # noqa: BLE001 - the broker or the database went away: the next round tries again
-            log.exception("audit %s: the watchdog could not queue again the units of a dead worker", audit_id)
-            continue
-        log.warning("audit %s: %d unit(s) of a dead worker queued again ahead of the queue: %s", audit_id, len(ids),
-                    " ".join(map(str, ids)))
-        n += len(ids)
-    return n
+    lapsed = AuditUnit.objects.filter(lease_until__lt=timezone.now(), stored=False,
+                                      audit__status=Audit.Status.RUNNING).exclude(holder__in=leases.live_workers())
+
+    def publish(audit: tuple[int], ids: list[int]) -> None:
+        _enqueue(Audit(pk=audit[0]), ids, fail=False, first=True)
+
+    return leases.requeue_lapsed(lapsed, ("audit_id",), publish, ("audit", "unit(s)"))
 
 
 def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
                check_alive: Callable[[], None]) -> Audit:
     """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
-    --wait`), running its stall watchdog every quarter of `stalled_for`; the audit as it is then."""
+    --wait`), running the watchdog's rules for audits as recovery.wait_for says; the audit as it is then."""
     return recovery.wait_for(lambda: Audit.objects.get(pk=audit_id), lambda a: a.status != Audit.Status.RUNNING,
-                             lambda: audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id),
+                             lambda: audit_units_requeue_lapsed() + audits_resume_stalled(stalled_for=stalled_for,
+                                                                                           audit_id=audit_id),
                              stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)

@@ -17,7 +17,7 @@ from sweeps.services import lifecycle, taskqueue
 def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
                  person: str = "scripted", request_token: str | None = None,
                  source_name: str = "uploaded job", name: str = "", notes: str = "", **conditions: Any) -> Sweep:
-    """Validate, store the sweep and its chunks, and enqueue one task per chunk on commit.
+    """Validate, store the sweep and its chunks, and enqueue their messages on commit (taskqueue.deal).
 
     Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
     first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
@@ -57,7 +57,7 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
 
 
 def _store_chunks(sweep: Sweep, plan: list[Any]) -> list[int]:
-    """Store the planned chunks; their IDs (taskqueue.deal weighs them)."""
+    """Store the planned chunks; their IDs (taskqueue.chunk_costs weighs them, taskqueue.deal deals them)."""
     chunks = Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],
                label=c.label[:LABEL_CHARS]) for c in plan])

@@ -27,16 +27,21 @@ Rules:
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
+from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
-from sweeps.models import AuditUnit, Chunk, Lease
+from sweeps.models import Audit, AuditUnit, Chunk, Lease, Sweep
+
+log = logging.getLogger(__name__)
 
 # Set when this module is first imported: a Celery worker imports its tasks (hence this) in its main
 # process before it forks a prefork pool, so its pool processes name the same holder.
@@ -54,11 +59,53 @@ def lease_until(now: datetime | None = None) -> datetime:
 
 def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER) -> int:
     """Renew (or take) the leases of the chunks and audit units whose messages `holder` has in hand;
-    how many. Stored ones are left alone (their lease ended with the store)."""
+    how many. Stored ones are left alone (their lease ended with the store), and so is the work of
+    a sweep or audit that is not running (a cancelled sweep's messages still arrive: a lease taken
+    then would never be ended, and the leader's every round would read it)."""
     n = 0
-    for model, ids in ((Chunk, chunk_ids), (AuditUnit, unit_ids)):
-        if ids:
-            n += model.objects.filter(pk__in=list(ids), stored=False).update(holder=holder, lease_until=lease_until())
+    if chunk_ids:
+        n += Chunk.objects.filter(pk__in=list(chunk_ids), stored=False, sweep__status=Sweep.Status.RUNNING).update(
+            holder=holder, lease_until=lease_until())
+    if unit_ids:
+        n += AuditUnit.objects.filter(pk__in=list(unit_ids), stored=False, audit__status=Audit.Status.RUNNING).update(
+            holder=holder, lease_until=lease_until())
+    return n
+
+
+def end(rows: QuerySet[Any]) -> int:
+    """End the leases of these chunks or units (queued again, stored: no lease to run out)."""
+    return rows.update(holder="", lease_until=None)
+
+
+def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
+                   publish: Callable[[tuple[Any, ...], list[int]], None], what: tuple[str, str]) -> int:
+    """The watchdog's lease rule, for chunks and audit units alike: per parent (a sweep, an audit:
+    `parent` names its ID field first, then what `publish` needs of it), take the `lapsed` rows no
+    other watchdog holds (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), end their
+    leases and publish them, in one transaction: published before the commit, so a worker that gets
+    a message first waits for these rows' locks in its claim, and a publish that fails leaves the
+    leases lapsed (the next round tries again). `what` names them in the log: ("sweep", "chunk(s)"),
+    ("audit", "unit(s)"). Returns how many rows were queued."""
+    n = 0
+    for key in sorted(set(lapsed.values_list(*parent))):
+        try:
+            with transaction.atomic():
+                taken = list(lapsed.filter(**{parent[0]: key[0]}).select_for_update(skip_locked=True, of=("self",))
+                             .order_by("pk").values_list("pk", "holder"))
+                ids = [pk for pk, _ in taken]
+                if not ids:
+                    continue
+                end(lapsed.model.objects.filter(pk__in=ids))
+                publish(key, ids)
+        except Exception as e:  # noqa: BLE001 - the broker or the database went away: the next round tries again
+            # One line: a publish that failed has logged its traceback already.
+            log.warning("%s %s: the watchdog could not queue again the %s of a dead worker (%s: %s)", what[0],
+                        key[0], what[1], type(e).__name__, e)
+            continue
+        holders = ", ".join(sorted({h for _, h in taken}))
+        log.warning("%s %s: the lease of %s ran out: %d %s queued again ahead of the queue: %s", what[0], key[0],
+                    holders or "a worker", len(ids), what[1], " ".join(map(str, ids)))
+        n += len(ids)
     return n
 
 

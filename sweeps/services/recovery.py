@@ -1,10 +1,11 @@
 """Recovering lost work: the resume button, the watchdog's two rules, and asking the broker what waits.
 
 Rules:
-- The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py), every
-  LEASE_RENEW_SECONDS. Its first rule, `chunks_requeue_lapsed`: a chunk whose lease ran out unstored
-  with its worker's (the worker died with the message) is queued again ahead of the queue, within
-  seconds of the death. Its second, the stall rule `sweeps_resume_stalled`: a running sweep that for a
+- The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py). Its first
+  rule, `chunks_requeue_lapsed` (every LEASE_RENEW_SECONDS, leases.requeue_lapsed): a chunk whose
+  lease ran out unstored with its worker's (the worker died with the message) is queued again ahead
+  of the queue, within seconds of the death. Its second, the stall rule `sweeps_resume_stalled`
+  (every quarter of the stall period, 0.25 to 15 s): a running sweep that for a
   while stored nothing and had no chunk under a lease, with nothing left in the queue, lost
   messages no worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
   runs both while it waits (`sweep_wait`) when no worker leads. The sweep page's resume button
@@ -67,8 +68,9 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None, limit:
             questions = questions.filter(answered_at__lt=answered_before)
         question_ids = list(questions.values_list("pk", flat=True))
         if chunk_ids:  # queued now: no lease to run out (a worker holding one renews it)
-            Chunk.objects.filter(pk__in=chunk_ids).update(holder="", lease_until=None,
-                                                          **({"attempts": 0} if manual else {}))  # a fresh bound
+            leases.end(Chunk.objects.filter(pk__in=chunk_ids))
+            if manual:
+                Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound
         if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
             take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.FAILED], error="")
         if manual and sweep.status == Sweep.Status.CANCELLED:
@@ -162,32 +164,14 @@ def chunks_requeue_lapsed() -> int:
     pool process died: `reject_on_worker_lost`). Each lapsed lease is ended in the transaction that
     publishes its chunk, so a chunk is queued once however many watchdogs look; a broker that cannot
     be reached rolls it back (the next round tries again). Returns how many chunks were queued."""
-    now = timezone.now()
-    lapsed = Chunk.objects.filter(lease_until__lt=now, stored=False, sweep__status=Sweep.Status.RUNNING).exclude(
-        holder__in=leases.live_workers())
-    n = 0
-    # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
-    for sweep_id, depth in sorted(set(lapsed.values_list("sweep_id", "sweep__depth"))):
-        try:
-            with transaction.atomic():
-                # Published before the commit: a worker that gets the message first waits for these
-                # rows' locks in its claim, and a publish that fails leaves the leases lapsed.
-                taken = list(lapsed.filter(sweep_id=sweep_id).select_for_update(skip_locked=True, of=("self",))
-                             .order_by("pk").values_list("pk", "holder"))
-                ids = [pk for pk, _ in taken]
-                if not ids:
-                    continue
-                Chunk.objects.filter(pk__in=ids).update(holder="", lease_until=None)
-                taskqueue.enqueue(Sweep(pk=sweep_id, depth=depth), chunk_ids=ids, fail_sweep=False,
-                                  first=True)
-        except Exception:  # noqa: BLE001 - the broker or the database went away: the next round tries again
-            log.exception("sweep %s: the watchdog could not queue again the chunks of a dead worker", sweep_id)
-            continue
-        holders = ", ".join(sorted({h for _, h in taken}))
-        log.warning("sweep %s: the lease of %s ran out: %d chunk(s) queued again ahead of the queue: %s",
-                    sweep_id, holders or "a worker", len(ids), " ".join(map(str, ids)))
-        n += len(ids)
-    return n
+    lapsed = Chunk.objects.filter(lease_until__lt=timezone.now(), stored=False,
+                                  sweep__status=Sweep.Status.RUNNING).exclude(holder__in=leases.live_workers())
+
+    def publish(sweep: tuple[int, int], ids: list[int]) -> None:
+        # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
+        taskqueue.enqueue(Sweep(pk=sweep[0], depth=sweep[1]), chunk_ids=ids, fail_sweep=False, first=True)
+
+    return leases.requeue_lapsed(lapsed, ("sweep_id", "sweep__depth"), publish, ("sweep", "chunk(s)"))
 
 
 def queued_messages() -> int | None:
@@ -219,20 +203,18 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
         on_progress(state.chunks_stored)
         return state
 
-    def watch() -> int:
-        if not leases.lead():
-            return 0  # a worker leads: its rounds have this sweep in hand
-        return chunks_requeue_lapsed() + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
-
     return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    watch, stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+                    lambda: chunks_requeue_lapsed() + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id),
+                    stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
 
 
 def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callable[[], Any], *, stalled_for: float,
              timeout: float | None, check_alive: Callable[[], None]) -> T:
     """`read()` every POLL_SECONDS until `finished` says so or `timeout` seconds have passed (the last
-    value read); `check_alive` raises if the workers are gone; `watch` (a stall watchdog round) runs
-    after `stalled_for` seconds, then every quarter of it. The wait of `manage.py sweep` and `audit`."""
+    value read); `check_alive` raises if the workers are gone; `watch` (the watchdog's lease and stall
+    rules) runs after `stalled_for` seconds, then every quarter of it, only when no worker leads the
+    watchdog (this command then takes the leader lease for the round: a worker that leads has this
+    work in hand, and two watchdogs would queue it twice). The wait of `manage.py sweep` and `audit`."""
     start = time.monotonic()
     next_watch = start + stalled_for
     while True:
@@ -242,7 +224,8 @@ def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callab
         check_alive()
         if time.monotonic() >= next_watch:
             next_watch = time.monotonic() + max(stalled_for / 4, 0.25)
-            watch()
+            if leases.lead():
+                watch()
         if timeout is not None and time.monotonic() - start > timeout:
             return value
         time.sleep(POLL_SECONDS)

@@ -9,7 +9,7 @@ Rules:
   sweep with a message saying so (its resume button enqueues again once the broker is back), an
   answer notes it on the sweep; then the error is raised for the caller to report. The stall
   watchdog passes `fail_sweep=False`: its sweep stays running and its next round tries again.
-- Two priorities: chunks queued again after their worker died (`first=True`) go ahead of the queue,
+- Two priorities: chunks and audit units queued again after their worker died (`first=True`) go ahead of the queue,
   so a chunk interrupted early in a long sweep does not wait for the rest of it; every other message
   waits its turn (NORMAL). Lower runs sooner, as on Redis (kombu checks its priority lists from 0);
   the filesystem broker (sweepsite/broker.py) orders its file names so; a broker without priorities
@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import Any
+
+from django.db.models import Max
 
 from sweeps.limits import MAX_CHUNKS_PER_TASK, MESSAGE_SHARE, TAIL_SHARE
 from sweeps.models import Chunk, Sweep, take
@@ -104,18 +106,17 @@ def deal(weighed: Sequence[tuple[int, int]]) -> list[list[int]]:
 
 
 def chunk_costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]:
-    """These chunks with their estimated costs (chunk_cost), in one read of the sweep's chunks (a
-    chunk gone since, say with its deleted sweep, weighs 1: its task finds nothing to do)."""
+    """These chunks with their estimated costs (chunk_cost): their rows, and each configuration's
+    last first point (its uninterrupted run's points), in two reads (a chunk gone since, say with
+    its deleted sweep, weighs 1: its task finds nothing to do)."""
     if len(chunk_ids) < 2:
         return [(pk, 1) for pk in chunk_ids]
-    rows = list(Chunk.objects.filter(sweep_id=sweep.pk).values_list("pk", "config", "first_point", "second_from",
-                                                                    "second_to"))
-    npoints: dict[int, int] = {}
-    for _, config, first, second_from, _ in rows:
-        if not second_from:
-            npoints[config] = max(first, npoints.get(config, 0))
+    chunks = Chunk.objects.filter(sweep_id=sweep.pk)
+    npoints = dict(chunks.filter(second_from=0).order_by().values("config").annotate(n=Max("first_point"))
+                   .values_list("config", "n"))
     cost = {pk: chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to)
-            for pk, config, first, second_from, second_to in rows}
+            for pk, config, first, second_from, second_to in chunks.filter(pk__in=list(chunk_ids)).values_list(
+                "pk", "config", "first_point", "second_from", "second_to")}
     return [(pk, cost.get(pk, 1)) for pk in chunk_ids]
 
 

@@ -71,18 +71,6 @@ def viewer_access(view: View) -> View:
     return _reading(view, public=False)
 
 
-def login_for_post(view: View) -> View:
-    """A POST by an anonymous user is refused with 403 (no redirect that would drop the form)."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        if request.method == "POST" and not request.user.is_authenticated:
-            raise PermissionDenied("log in to do this")
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
 def allow(request: HttpRequest, action: str, owner_id: int | None = None) -> None:
     """403 with the reason unless the user's role allows `action` (sweeps.roles) on a sweep or audit
     owned by `owner_id`."""

@@ -14,11 +14,10 @@ from sweeps.forms import AuditForm
 from sweeps.models import Audit
 from sweeps.services import audits
 from sweeps.views import errors
-from sweeps.views._common import allow, login_for_post, read_access
+from sweeps.views._common import allow, read_access
 
 
 @require_http_methods(["GET", "POST"])
-@login_for_post
 @read_access
 def audit_list(request: HttpRequest) -> HttpResponse:
     form = AuditForm() if roles.may(request.user, "launch_audit") else None
@@ -51,7 +50,6 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
 
 
 @require_POST
-@login_for_post
 def audit_resume(request: HttpRequest, audit_id: int) -> HttpResponse:
     """Queue a failed or stalled audit's units not stored yet again (a done audit has none)."""
     owner = Audit.objects.filter(pk=audit_id).values_list("created_by_id", flat=True)

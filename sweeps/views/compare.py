@@ -48,13 +48,11 @@ def compare(request: HttpRequest) -> HttpResponse:
     form, pair, bad = _compare_pair(request)
     if bad is not None:
         return bad
-    context: dict[str, Any] = {"form": form, "titles": table_titles(), "side_columns": len(COLUMNS),
-                               "all_columns": 1 + 2 * len(COLUMNS)}
+    columns = selectors.table_columns(*pair) if pair is not None else COLUMNS
+    context: dict[str, Any] = {"form": form, "titles": table_titles(columns), "side_columns": len(columns),
+                               "all_columns": 1 + 2 * len(columns)}
     if pair is not None:
         a, b = pair
-        columns = selectors.table_columns(a, b)
-        context.update({"titles": table_titles(columns), "side_columns": len(columns),
-                        "all_columns": 1 + 2 * len(columns)})
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
                  (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),

@@ -27,7 +27,6 @@ from sweeps.views import errors
 from sweeps.views._common import (
     allow,
     bad_request,
-    login_for_post,
     next_url,
     page_or_none,
     sweep_or_404,
@@ -89,7 +88,6 @@ def sweep_questions(request: HttpRequest, sweep_id: int) -> HttpResponse:
 
 
 @require_POST
-@login_for_post
 def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
     question = get_object_or_404(
         Question.objects.select_related("sweep").only("id", "sweep_id", "sweep__created_by_id"), pk=question_id)
@@ -113,7 +111,6 @@ def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
 
 
 @require_POST
-@login_for_post
 def questions_answer_all(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
     allow(request, "answer", sweep.created_by_id)

@@ -53,13 +53,13 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     names = [c["name"] for c in sweep.configs]
     labels = selectors.point_labels(sweep)
     fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep), names, labels, metric)
-    fig2 = None
+    fig2, cells = None, []
     if names and sweep.depth >= 2:
         cells = selectors.heatmap_first_second(sweep, config)
         labels = {f: label for (c, f), label in labels.items() if c == config}
         if cells:
             fig2 = charts.first_second_figure(cells, labels, names[config], metric)
-    third = _third(sweep, config, form.pair(), names, metric) if names and sweep.depth == 3 else {}
+    third = _third(sweep, config, form.pair(), names, metric, cells, labels) if names and sweep.depth == 3 else {}
     return render(request, "sweeps/heatmap.html", {
         "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
         "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS],
@@ -71,12 +71,15 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     })
 
 
-def _third(sweep: Any, config: int, pair: tuple[int, int] | None, names: list[str], metric: str) -> dict[str, Any]:
+def _third(sweep: Any, config: int, pair: tuple[int, int] | None, names: list[str], metric: str,
+           twice_cells: list[dict[str, Any]], first_labels: dict[int, str]) -> dict[str, Any]:
     """A depth-3 sweep's third map: the thrice scenarios of the chosen (first, second) pair, with the
-    pair's twice scenario (its labels, and a link to it), or what is missing."""
+    pair's twice scenario (its labels, and a link to it: the second map's cell), or what is missing."""
     if pair is None:
         return {"third": {"pair": None}}
-    twice = selectors.twice_scenario(sweep, config, *pair)
+    cell = next((c for c in twice_cells if (c["first_point"], c["second_point"]) == pair), None)
+    twice = cell and {"id": cell["id"], "first_label": first_labels.get(pair[0], ""),
+                      "second_label": cell["second_label"]}
     cells = selectors.heatmap_third(sweep, config, *pair) if twice else []
     fig = (charts.third_figure(cells, names[config], pair, (twice["first_label"], twice["second_label"]), metric)
            if twice and cells else None)

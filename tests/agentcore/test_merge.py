@@ -154,6 +154,18 @@ def test_a_step_is_one_play_of_a_tree_s_root_with_the_states_of_its_children():
     assert [p[:3] for p in points] == [c[:3] for c in tree.children]
     assert [merge.explore(m, p[3], 0) for p in points] == [c[3] for c in tree.children]
     assert merge.step(cfg, state, 0) == (tree.outcome, [])
+    # Against what does not go through step: the unmerged chunk's once and twice scenarios at point 3.
+    once, *twice = run_chunk(Config(jobs.turn_pairs(2), designs.get("loop"), "keyed"), plan_chunks([cfg])[2], 2,
+                             merge=False).records
+    base = merge.counters(state)
+    assert (done.duplicates, done.missing, done.status) == (once.duplicates, once.missing, once.status)
+    assert merge.plus(base, done.added) == (once.asks, once.avoidable, once.approvals, once.model_calls)
+    assert [p[:2] for p in points] == [(r.second_kind, r.second_label) for r in twice] and len(twice) > 3
+    leaves = [merge.step(cfg, p[3], 0)[0] for p in points]
+    assert [(o.duplicates, o.missing, o.status) for o in leaves] == [(r.duplicates, r.missing, r.status)
+                                                                     for r in twice]
+    assert [merge.plus(merge.plus(base, p[2]), o.added) for p, o in zip(points, leaves, strict=True)] == [
+        (r.asks, r.avoidable, r.approvals, r.model_calls) for r in twice]
 
 
 def test_only_a_chunk_of_first_scenarios_merges():
@@ -206,10 +218,13 @@ def test_a_chunk_s_row_without_its_records_is_the_row_of_its_records(depth, merg
         counted = run_chunk(other, chunk, depth, merge=merge_on, keep=False)
         assert counted.records == [] and kept.row is None
         assert counted.row == table_row(cfg.label, kept.records)
+        # And against the other way of counting (a tree's tally, or the records summed), so that an
+        # unmerged row is not table_row checked against itself.
+        assert counted.row == run_chunk(generated(depth_3=True)[1], chunk, depth, merge=not merge_on, keep=False).row
         assert type(counted.row.with_dups) is int  # the JSON table prints a number
-        assert counted.row.once == 1 and counted.scenarios == len(kept.records)
+        assert counted.row.once == 1 and counted.row.scenarios == len(kept.records)
         assert (counted.saves, counted.explored) == (kept.saves, kept.explored)
-        scenarios += counted.scenarios
+        scenarios += counted.row.scenarios
     assert scenarios > len(chunks) if depth > 1 else scenarios == len(chunks)
 
 
@@ -220,7 +235,7 @@ def test_the_table_without_records_is_the_table_with_them(workers):
     assert rows_of(counted) == rows_of(kept)
     assert counted.records == [[] for _ in counted.rows]
     assert (counted.scenarios, counted.saves, counted.explored) == (kept.scenarios, kept.saves, kept.explored) \
-        == (9663, kept.saves, 1041)
+        == (9663, 53986, 1041)  # saves: the unmerged table's too
 
 
 @pytest.mark.parametrize("workers", [2, 3])

@@ -411,8 +411,8 @@ def test_a_whole_worker_killed_mid_audit_unit_has_it_run_again_within_seconds(wh
     assert a.status == Audit.Status.DONE, f"{a.error}\n{lab.logs()[-6000:]}"
     assert held is not None, "no unit was seen under a lease"
     assert rerun is not None and rerun <= RERUN_SECONDS, rerun
-    assert re.search(rf"audit {a.pk}: 1 unit\(s\) of a dead worker queued again ahead of the queue: {held[0]}\b",
-                     lab.logs()), lab.logs()[-6000:]
+    queued = rf"audit {a.pk}: the lease of [^\n]* ran out: 1 unit\(s\) queued again ahead of the queue: {held[0]}\b"
+    assert re.search(queued, lab.logs()), lab.logs()[-6000:]
     assert not AuditUnit.objects.filter(audit=a, stored=False).exists()
     label = "PostgreSQL + Redis" if lab.redis else "SQLite + filesystem broker"
     report(capsys, f"audit unit, {label}: a whole worker SIGKILLed while it played unit {held[0]} (attempt "

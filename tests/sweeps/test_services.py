@@ -350,6 +350,9 @@ def test_the_estimated_shares_of_a_16_pair_job_end_together(enqueued, django_cap
     assert len(work) == 420 and max(work.values()) >= 100 * min(work.values())
     assert (max(sum(work[pk] for pk in m) for m in messages)
             <= sum(work.values()) / limits.MESSAGE_SHARE + max(work.values()))
+    # The tail's floor: no message but the last below TAIL_SHARE of the whole, unless full of chunks.
+    assert all(sum(work[pk] for pk in m) >= limits.TAIL_SHARE * sum(work.values())
+               or len(m) == limits.MAX_CHUNKS_PER_TASK for m in messages[:-1])
     spreads = [finish_spread(messages, work, speeds) for speeds in SPEEDS]
     assert max(spreads) <= 0.03, spreads  # equal messages (before): up to 14%
 
