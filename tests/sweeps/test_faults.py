@@ -913,6 +913,45 @@ def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(
     assert celery_module.playing_chunk_ids() == []
 
 
+@pytest.mark.services
+def test_a_renewal_skips_a_chunk_whose_store_holds_its_row_rather_than_wait_for_it():
+    """PostgreSQL: the keeper's renewal and the task storing its chunks (row by row, in one
+    transaction) once waited for each other in a cycle, and the task waited 1 s for the database to
+    break the deadlock. A renewal now leaves a locked row alone: it waits for nothing."""
+    import threading
+
+    from django.db import connection, transaction
+
+    assert connection.vendor == "postgresql"
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:3]
+    locked, release = threading.Event(), threading.Event()
+
+    def store() -> None:  # a task's store transaction, part way: its first chunk marked stored
+        try:
+            with transaction.atomic():
+                assert chunks._mark_stored(ids[0], 0, 0)
+                locked.set()
+                release.wait(10)
+                transaction.set_rollback(True)
+        finally:
+            connection.close()
+
+    storing = threading.Thread(target=store)
+    storing.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        renewed = leases.leases_renew(chunk_ids=ids, holder="keeper:1")
+        took = time.monotonic() - started
+    finally:
+        release.set()
+        storing.join()
+    assert took < 0.5 and renewed == 2
+    assert dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "holder")) == {
+        ids[0]: "", ids[1]: "keeper:1", ids[2]: "keeper:1"}
+
+
 def recovered_first(queue: str) -> list[Any]:
     """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
     sweep = Sweep(pk=1)

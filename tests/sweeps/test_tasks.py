@@ -190,7 +190,7 @@ def worker_shares(workers, sent, launched):
 
 @pytest.mark.services
 @pytest.mark.slow
-def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_each_worker_taking_a_part(four_workers, wait_until):
+def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four_workers, wait_until):
     workers, sent = four_workers
     assert connection.vendor == "postgresql" and str(app.conf.broker_url).startswith("redis")
     job = jobs.turn_pairs(PAIRS)
@@ -214,11 +214,14 @@ def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_each_worker_taking_
               f"({s['scenarios'] / len(expected):.0%}), busy {s['busy']:.2f} s, last one done at {s['last']:.2f} s")
     assert sum(s["messages"] for s in shares) == len(sent)  # each message ran once, on one of the four
     assert sum(s["scenarios"] for s in shares) == len(expected)
-    # How evenly the split deals the work is test_services' (worker finish spreads at given speeds,
-    # computed). Real workers pull as fast as the machine lets them: on a loaded CI machine one of the
-    # four took 8% of the scenarios while another took 66%, and with two busy processes beside them one
-    # was at work 0.65 s of 3.6 s. So here: every one of the four took a part of the sweep.
-    assert all(s["messages"] > 0 and s["scenarios"] > 0 for s in shares), shares
+    # How evenly the split deals the work is test_services' (worker finish spreads, computed); real
+    # workers on a loaded machine differ in speed, so here: every one of the four took a real part and
+    # none worked on long after the others. A CI run once dealt 8% to 66%: each worker's lease keeper
+    # and its own store waited for each other (a PostgreSQL deadlock, 1 s each), so no more of those.
+    assert all(s["scenarios"] >= len(expected) / (3 * FOUR) for s in shares), shares
+    last = [s["last"] for s in shares]
+    assert max(last) - min(last) < 1.0, shares
+    assert not [log.name for log in workers.logs if "deadlock" in log.read_text()]
 
 
 ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"},
