@@ -52,16 +52,18 @@ def sweep_resume(*, sweep_id: int, limit: bool = False) -> int:
     with a message and raises (kombu's OperationalError) for the page to report. With `limit` (a
     person's resume: the sweep page), a failed or cancelled sweep whose owner is at the limit of
     unfinished sweeps is refused (ValidationError) and nothing changes."""
-    return _requeue(sweep_id, manual=True, limit=limit)
+    return sum(map(len, _requeue(sweep_id, manual=True, limit=limit)))
 
 
-def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None, limit: bool = False) -> int:
+def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
+             limit: bool = False) -> tuple[list[int], list[int]]:
+    """Queue again a sweep's unstored chunks and its answered questions; (chunk IDs, question IDs)."""
     with transaction.atomic():
         sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
         if limit and sweep.status in (Sweep.Status.FAILED, Sweep.Status.CANCELLED):
             lifecycle.check_running_limit(sweep.created_by_id)
         if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
-            return 0  # failed (a chunk that keeps failing) or done since the watchdog looked
+            return [], []  # failed (a chunk that keeps failing) or done since the watchdog looked
         chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
         questions = Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
         if answered_before is not None:
@@ -80,7 +82,7 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None, limit:
                                                             fail_sweep=manual))
     if not chunk_ids and not question_ids:
         lifecycle.sweep_finalize(sweep_id=sweep_id)
-    return len(chunk_ids) + len(question_ids)
+    return chunk_ids, question_ids
 
 
 # Per process: when the watchdog last queued a sweep's missing work (monotonic seconds), so that
@@ -145,14 +147,16 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     n = 0
     for pk in stalled:
         try:
-            k = _requeue(pk, manual=False, answered_before=cutoff)
+            chunk_ids, question_ids = _requeue(pk, manual=False, answered_before=cutoff)
         except Exception:  # noqa: BLE001 - the broker went away meanwhile: the next round tries again
             log.exception("sweep %s: the stall watchdog could not queue its missing work", pk)
             continue
         _AUTO_RESUMED[pk] = mono
-        if k:
+        k = len(chunk_ids) + len(question_ids)
+        if k:  # named, as the lease rule names what it queues: which work a lost message held
             log.warning("sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
-                        "answer(s) queued again", pk, stalled_for, k)
+                        "answer(s) queued again: chunks %s; answers %s", pk, stalled_for, k,
+                        " ".join(map(str, chunk_ids)) or "none", " ".join(map(str, question_ids)) or "none")
         n += k
     return n
 

@@ -31,7 +31,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,10 @@ MAKE_RUN_WORKERS = 2
 WHOLE_KILLS = 10
 SPARES = WHOLE_KILLS + 3  # a kill that lands between two chunks interrupts nothing: killed again later
 RERUN_SECONDS = 5.0  # the goal: a dead worker's chunks run again within this of its death
+# A chunk queued again can be lost once more: a worker takes its message and is killed before its
+# lease is written (kills come fast here, and each lands on a worker at work). No lease names it then:
+# the stall rule queues it, STALL after the last store. Its own bound, reported apart.
+STALL_RERUN_SECONDS = RERUN_SECONDS + 2 * STALL
 
 
 class Kill:
@@ -271,28 +276,48 @@ class Kill:
         at = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp() - self.wall for t in stamps]
         return min((t for t in at if t > 0), default=math.inf)
 
-    def seconds(self) -> tuple[float, float]:
-        """(kill to the last of its chunks run again, to the last stored); inf if one never was."""
-        if not self.chunks:
+    def seconds(self, lost: Collection[int] = ()) -> tuple[float, float]:
+        """(kill to the last of its chunks run again, to the last stored), leaving out the `lost` ones
+        (their message lost again: the stall rule's); inf if one never was."""
+        mine = [pk for pk in self.chunks if pk not in lost]
+        if not mine:
             return 0.0, 0.0
-        if len(self.rerun) < len(self.chunks) or len(self.stored) < len(self.chunks):
+        if any(pk not in self.rerun or pk not in self.stored for pk in mine):
             return math.inf, math.inf
-        return max(self.rerun.values()) - self.at, max(self.stored.values()) - self.at
+        return max(self.rerun[pk] for pk in mine) - self.at, max(self.stored[pk] for pk in mine) - self.at
+
+    def stall_seconds(self, lost: Collection[int]) -> float:
+        """Kill to the last run again of its chunks that the stall rule queued (0: none)."""
+        again = [self.rerun.get(pk, math.inf) for pk in self.chunks if pk in lost]
+        return max(again) - self.at if again else 0.0
 
 
-def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) -> None:
-    reference(key(TABLE), 2)
-    boot = time.monotonic()
+def stall_queued(logs: str) -> set[int]:
+    """The chunks the stall rule queued again (its log lines name them)."""
+    return {int(pk) for ids in re.findall(r"the queue is empty: \d+ missing chunk\(s\) and answer\(s\) queued "
+                                          r"again: chunks ([\d ]+);", logs) for pk in ids.split()}
+
+
+def boot(lab: Lab, spare: int) -> tuple[Workers, list[subprocess.Popen], list[subprocess.Popen], float]:
+    """`make run`'s workers on the sweeps' queue and `spare` warm spares on a queue of their own:
+    (the spares, their processes, the consuming processes, seconds to boot them all)."""
+    started = time.monotonic()
     spares = lab.workers(pool="solo", concurrency=1)
-    waiting = spares.start(SPARES, wait=False, queue=f"{sweepworkers.queue_name()}-spares")
+    waiting = spares.start(spare, wait=False, queue=f"{sweepworkers.queue_name()}-spares")
     workers = lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
     consuming = workers.start(MAKE_RUN_WORKERS, wait=False)
     workers.wait_ready(consuming)
     spares.wait_ready(waiting)
-    boot = time.monotonic() - boot
+    return spares, waiting, consuming, time.monotonic() - started
+
+
+def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) -> None:
+    reference(key(TABLE), 2)
+    spares, waiting, consuming, booted = boot(lab, SPARES)
     t0 = time.monotonic()
     sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2)
     total, kills = sweep.total_chunks, []
+    pool, told = ThreadPoolExecutor(max_workers=2), []
 
     def kill_one(rows: list[tuple[Any, ...]], now: float) -> None:
         playing = {holder for _, stored, _, holder, until in rows if not stored and until and until > timezone.now()}
@@ -300,12 +325,19 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         if not victims or not waiting:
             return
         victim = victims[0]
+        # Still at work? The rows were read a poll ago; a worker that finished since has likely taken
+        # its next message, unleased yet (lost with it: the stall rule's, not what this measures).
+        if not Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False,
+                                    lease_until__gt=timezone.now()).exists():
+            return
         leader = leases.leader() == _faults.holder(victim.pid)
         os.kill(victim.pid, signal.SIGKILL)
         at = time.monotonic()
         victim.wait()
         spare = waiting.pop(0)
-        spares.consume(spare, sweepworkers.queue_name())  # its replacement
+        # Its replacement, told in a thread: the remote-control round trip took 60 ms of this loop
+        # (a sweep's work is about 1 s here), and the loop times the re-runs.
+        told.append(pool.submit(spares.consume, spare, sweepworkers.queue_name()))
         consuming.append(spare)
         held = dict(Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False)
                     .values_list("pk", "attempts"))
@@ -321,39 +353,52 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         if status(sweep) in (Sweep.Status.DONE, Sweep.Status.FAILED):
             break
         hits = [k for k in kills if k.chunks]
-        if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.03 + 0.07 * len(hits)) * total:
+        # Early: the first kills leave their chunks waiting for their leases to run out, and a
+        # later kill needs a worker at work (a CI run found none from 63% to 92% of the chunks).
+        if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.03 + 0.04 * len(hits)) * total:
             kill_one(rows, now)
         if now > deadline:
             pytest.fail(f"sweep {sweep.pk} not finished after {TIMEOUT} s\n{lab.logs()[-6000:]}")
         time.sleep(0.02)
     elapsed = time.monotonic() - t0
+    pool.shutdown()
+    assert [f.exception() for f in told] == [None] * len(told)  # each spare took the queue
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, f"{sweep.error}\n{lab.logs()[-6000:]}"
     rows = check_rows(sweep)
-    hits = [k for k in kills if k.chunks]
     worst = report_kills(capsys, label, kills, total, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
                                                       f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
                                                       f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
-                                                      f"{boot:.1f} s first; {requeued(lab)} chunk(s) queued again "
+                                                      f"{booted:.1f} s first; {requeued(lab)} chunk(s) queued again "
                                                       "by the stall rule (messages lost between a worker's taking "
                                                       "them and their leases)", lab.logs())
+    hits, lost = [k for k in kills if k.chunks], stall_queued(lab.logs())
     assert len(hits) == WHOLE_KILLS, [(k.pid, k.share) for k in kills]
-    assert worst <= RERUN_SECONDS, [(k.pid, k.seconds()) for k in hits]
+    assert worst <= RERUN_SECONDS, [(k.pid, k.seconds(lost)) for k in hits]
+    assert all(k.stall_seconds(lost) <= STALL_RERUN_SECONDS for k in hits), [(k.pid, k.stall_seconds(lost))
+                                                                              for k in hits]
 
 
 def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, rest: str,
                  logs: str) -> float:
-    """Print each kill and the figures; the worst seconds from a kill to its chunks' re-run."""
-    hits = [k for k in kills if k.chunks]
+    """Print each kill and the figures; the worst seconds from a kill to its chunks' re-run by the
+    lease rule (chunks whose message was lost again, the stall rule's, apart)."""
+    hits, lost = [k for k in kills if k.chunks], stall_queued(logs)
     for i, k in enumerate(kills, 1):
-        rerun, done = k.seconds()
+        rerun, done = k.seconds(lost)
+        again = [pk for pk in k.chunks if pk in lost]
         what = (f"{len(k.chunks)} chunk(s) interrupted, queued again after {k.requeued(logs):.2f} s, run again "
                 f"after {rerun:.2f} s, stored after {done:.2f} s" if k.chunks else
-                "between two chunks: nothing interrupted")
+                "between two chunks: no chunk under its lease (a message it had just taken is lost with it: the "
+                "stall rule's)")
+        if again:
+            what += (f"; {len(again)} of them lost again in another killed worker's hands before its lease, "
+                     f"queued by the stall rule, run again after {k.stall_seconds(lost):.2f} s (bound "
+                     f"{STALL_RERUN_SECONDS:g} s)")
         report(capsys, f"{label}: kill {i} at {100 * k.share:.0f}% of {total} chunks (pid {k.pid}"
                        f"{', the leader' if k.leader else ''}): {what}")
-    worst = max((k.seconds()[0] for k in hits), default=math.inf)
-    median = statistics.median(k.seconds()[0] for k in hits) if hits else math.inf
+    worst = max((k.seconds(lost)[0] for k in hits), default=math.inf)
+    median = statistics.median(k.seconds(lost)[0] for k in hits) if hits else math.inf
     report(capsys, f"{label}: {len(kills)} whole workers SIGKILLed ({len(hits)} mid-chunk, "
                    f"{sum(k.leader for k in hits)} of them the leader); kill to re-run: worst {worst:.2f} s, "
                    f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s); {rest}; {load()}")
@@ -380,12 +425,7 @@ AUDIT = {"designs": ["loop", "keys", "markers", "once-per-turn"], "trackers": ["
 @pytest.mark.parametrize("where", LABS)
 def test_a_whole_worker_killed_mid_audit_unit_has_it_run_again_within_seconds(where, request, capsys):
     lab = request.getfixturevalue(where)
-    spares = lab.workers(pool="solo", concurrency=1)
-    waiting = spares.start(1, wait=False, queue=f"{sweepworkers.queue_name()}-spares")
-    workers = lab.workers(pool="solo", concurrency=1)  # as `make run` starts them
-    consuming = workers.start(MAKE_RUN_WORKERS, wait=False)
-    workers.wait_ready(consuming)
-    spares.wait_ready(waiting)
+    spares, waiting, consuming, _ = boot(lab, 1)
     a = audits.audit_create(user=None, job_source=TRIAGE, **AUDIT)
     deadline, killed, held, rerun = time.monotonic() + TIMEOUT, None, None, None
     while Audit.objects.filter(pk=a.pk).values_list("status", flat=True).get() == Audit.Status.RUNNING:
@@ -670,7 +710,7 @@ def sent_chunk_ids(state: dict[str, Any]) -> list[int]:
     return sorted(out)
 
 
-def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_period(watchdog):
+def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_period(watchdog, caplog):
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     for pk in ids[:3]:
@@ -679,6 +719,8 @@ def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_peri
     Chunk.objects.filter(pk=ids[3]).update(attempts=2)
     assert recovery.sweeps_resume_stalled(stalled_for=10) == len(ids) - 3
     assert sent_chunk_ids(watchdog) == ids[3:]
+    assert (f"sweep {sweep.pk}: nothing stored for 10 s and the queue is empty: {len(ids) - 3} missing chunk(s) "
+            f"and answer(s) queued again: chunks {' '.join(map(str, ids[3:]))}; answers none") in caplog.text
     assert Chunk.objects.get(pk=ids[3]).attempts == 2  # the bound on a chunk that keeps failing holds
     assert status(sweep) == Sweep.Status.RUNNING
     assert recovery.sweeps_resume_stalled(stalled_for=10) == 0  # not again within the period
@@ -729,7 +771,7 @@ def test_the_watchdog_waits_while_messages_are_queued_or_the_broker_is_away(watc
     assert recovery.sweeps_resume_stalled(stalled_for=10, sweep_id=sweep.pk + 1000) == 0
 
 
-def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog):
+def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog, caplog):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
         sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue")
@@ -743,6 +785,7 @@ def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog):
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=60))
     assert recovery.sweeps_resume_stalled(stalled_for=10) == 1
     assert watchdog["sent"] == [(tasks.question_resume.name, (q.pk,))]
+    assert f"1 missing chunk(s) and answer(s) queued again: chunks none; answers {q.pk}" in caplog.text
 
 
 def test_the_queue_length_is_read_from_the_broker(fs_lab):
