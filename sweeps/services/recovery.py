@@ -59,7 +59,10 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
              limit: bool = False) -> tuple[list[int], list[int]]:
     """Queue again a sweep's unstored chunks and its answered questions; (chunk IDs, question IDs)."""
     with transaction.atomic():
-        sweep = Sweep.objects.select_for_update().get(pk=sweep_id)
+        # FOR NO KEY UPDATE: a status change's lock. A store in progress INSERTs rows that reference
+        # the sweep (a foreign key's KEY SHARE lock) while holding its chunks, which this then
+        # updates: FOR UPDATE made the two wait for each other (a deadlock on PostgreSQL).
+        sweep = Sweep.objects.select_for_update(no_key=True).get(pk=sweep_id)
         if limit and sweep.status in (Sweep.Status.FAILED, Sweep.Status.CANCELLED):
             lifecycle.check_running_limit(sweep.created_by_id)
         if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):

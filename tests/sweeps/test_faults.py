@@ -995,6 +995,56 @@ def test_a_renewal_skips_a_chunk_whose_store_holds_its_row_rather_than_wait_for_
         ids[0]: "", ids[1]: "keeper:1", ids[2]: "keeper:1"}
 
 
+@pytest.mark.services
+def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(watchdog):
+    """PostgreSQL: a store marks its chunk, then INSERTs rows that reference the sweep (a foreign
+    key: a KEY SHARE lock on the sweep's row). A resume locks the sweep's row, then the chunks. With
+    FOR UPDATE on the sweep the two waited for each other (the database broke it after 1 s, failing
+    one); FOR NO KEY UPDATE, all a status change needs, lets the store go on."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from tests.sweeps import _data
+
+    assert connection.vendor == "postgresql"
+    sweep = stalled_sweep()
+    first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
+    marked, resuming = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def store() -> None:
+        try:
+            with transaction.atomic():
+                assert chunks._mark_stored(first.pk, 1, 0)
+                marked.set()
+                assert resuming.wait(10)
+                time.sleep(0.3)  # the resume holds the sweep's row by now, and waits for this chunk's
+                _data.add(sweep, first.config, first.first_point)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            connection.close()
+
+    def resume() -> None:
+        try:
+            assert marked.wait(10)
+            resuming.set()
+            recovery.sweep_resume(sweep_id=sweep.pk)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=store), threading.Thread(target=resume)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert Chunk.objects.get(pk=first.pk).stored and Scenario.objects.filter(sweep=sweep).count() == 1
+
+
 def recovered_first(queue: str) -> list[Any]:
     """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
     sweep = Sweep(pk=1)
