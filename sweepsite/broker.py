@@ -87,3 +87,9 @@ class Channel(filesystem.Channel):
 
 class Transport(filesystem.Transport):
     Channel = Channel
+
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        # A folder has no host: with kombu's default ("localhost") every connection a worker, the
+        # web process or a command made logged "No hostname was supplied. Reverting to default".
+        return {"port": self.default_port}

@@ -65,6 +65,17 @@ def test_the_celery_app_uses_it_for_the_filesystem_broker():
         assert isinstance(conn.transport, broker.Transport)
 
 
+@pytest.mark.parametrize(("transport", "warned"), [(filesystem.Transport, True), (broker.Transport, False)],
+                         ids=["kombu", "sweepsite"])
+def test_a_connection_to_the_folder_logs_no_hostname_warning(tmp_path, caplog, transport, warned):
+    # kombu's default connection parameters name a host, so every connection (each worker, the web
+    # process, each command) logged "No hostname was supplied. Reverting to default 'localhost'".
+    options = {"data_folder_in": str(tmp_path), "data_folder_out": str(tmp_path)}
+    with Connection("filesystem://", transport=transport, transport_options=options) as conn:
+        conn.info()
+    assert ("No hostname was supplied" in caplog.text) is warned
+
+
 def control_channel(folder: Path, transport: type) -> object:
     options = {"data_folder_in": str(folder / "out"), "data_folder_out": str(folder / "out"),
                "control_folder": str(folder / "control"), "store_processed": False}
