@@ -185,8 +185,8 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
     """One transaction: each chunk's conditional UPDATE (a chunk another worker stored first is
     left out), then one INSERT of every row of the chunks won, then their questions."""
     with transaction.atomic():
-        # In ID order: two stores of the same chunks (one queued again) lock them in one order, so
-        # never wait for each other in a cycle.
+        # In ID order, as a resume locks them (recovery._requeue) and as another store of the same
+        # chunks does (one queued again): none of them waits for another in a cycle.
         won = [(c, res) for c, res in sorted(played, key=lambda p: p[0])
                if _mark_stored(c, len(res.records), res.saves)]
         rows = []

@@ -67,7 +67,10 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
             lifecycle.check_running_limit(sweep.created_by_id)
         if not manual and sweep.status not in (Sweep.Status.RUNNING, Sweep.Status.WAITING):
             return [], []  # failed (a chunk that keeps failing) or done since the watchdog looked
-        chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).values_list("pk", flat=True))
+        # Locked in ID order, as a store locks its chunks: an UPDATE goes in the planner's order,
+        # which crossed a store's (a deadlock on PostgreSQL). A chunk stored meanwhile drops out.
+        chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).select_for_update(no_key=True)
+                         .order_by("pk").values_list("pk", flat=True))
         questions = Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
         if answered_before is not None:
             questions = questions.filter(answered_at__lt=answered_before)

@@ -1045,6 +1045,58 @@ def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
     assert Chunk.objects.get(pk=first.pk).stored and Scenario.objects.filter(sweep=sweep).count() == 1
 
 
+@pytest.mark.services
+def test_a_resume_locks_a_sweeps_chunks_in_id_order_as_a_store_does(watchdog):
+    """PostgreSQL: a store marks its chunks in ID order. A resume's UPDATE of the sweep's chunks
+    visited them in the planner's order (here a sequential scan, and the first chunk's row moved
+    to the end of the table by an earlier update): it held the second chunk and waited for the
+    first while the store held the first and waited for the second, a deadlock. The resume now
+    locks them in ID order before it updates them."""
+    import threading
+
+    from django.db import connection, transaction
+
+    assert connection.vendor == "postgresql"
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
+    Chunk.objects.filter(pk=ids[0]).update(holder="moved")  # its new row version goes after the others
+    marked, resuming = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def store() -> None:  # a task storing its first two chunks, in ID order
+        try:
+            with transaction.atomic():
+                assert chunks._mark_stored(ids[0], 0, 0)
+                marked.set()
+                assert resuming.wait(10)
+                time.sleep(0.3)  # the resume is waiting for a chunk by now
+                assert chunks._mark_stored(ids[1], 0, 0)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            connection.close()
+
+    def resume() -> None:
+        try:
+            with connection.cursor() as cur:  # the plan that visits rows in the table's order
+                cur.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
+            assert marked.wait(10)
+            resuming.set()
+            recovery.sweep_resume(sweep_id=sweep.pk)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=store), threading.Thread(target=resume)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert list(Chunk.objects.filter(pk__in=ids[:2]).values_list("stored", flat=True)) == [True, True]
+
+
 def recovered_first(queue: str) -> list[Any]:
     """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
     sweep = Sweep(pk=1)
