@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -995,32 +995,27 @@ def test_a_renewal_skips_a_chunk_whose_store_holds_its_row_rather_than_wait_for_
         ids[0]: "", ids[1]: "keeper:1", ids[2]: "keeper:1"}
 
 
-@pytest.mark.services
-def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(watchdog):
-    """PostgreSQL: a store marks its chunk, then INSERTs rows that reference the sweep (a foreign
-    key: a KEY SHARE lock on the sweep's row). A resume locks the sweep's row, then the chunks. With
-    FOR UPDATE on the sweep the two waited for each other (the database broke it after 1 s, failing
-    one); FOR NO KEY UPDATE, all a status change needs, lets the store go on."""
+def store_beside_a_resume(sweep: Sweep, first: Callable[[], Any], then: Callable[[], Any],
+                          plan: str = "") -> list[BaseException]:
+    """PostgreSQL: a store's transaction does `first`, a resume of `sweep` starts (in a connection of
+    its own, after the statement `plan`) and waits for a lock by now, then the store does `then`
+    and commits; what either of them raised (a deadlock: one of them, after 1 s)."""
     import threading
 
     from django.db import connection, transaction
 
-    from tests.sweeps import _data
-
     assert connection.vendor == "postgresql"
-    sweep = stalled_sweep()
-    first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
-    marked, resuming = threading.Event(), threading.Event()
+    done, resuming = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
     def store() -> None:
         try:
             with transaction.atomic():
-                assert chunks._mark_stored(first.pk, 1, 0)
-                marked.set()
+                first()
+                done.set()
                 assert resuming.wait(10)
-                time.sleep(0.3)  # the resume holds the sweep's row by now, and waits for this chunk's
-                _data.add(sweep, first.config, first.first_point)
+                time.sleep(0.3)  # the resume waits for a lock by now
+                then()
         except BaseException as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
         finally:
@@ -1028,7 +1023,10 @@ def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
 
     def resume() -> None:
         try:
-            assert marked.wait(10)
+            if plan:
+                with connection.cursor() as cur:
+                    cur.execute(plan)
+            assert done.wait(10)
             resuming.set()
             recovery.sweep_resume(sweep_id=sweep.pk)
         except BaseException as e:  # noqa: BLE001 - reported by the test
@@ -1041,58 +1039,37 @@ def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
         t.start()
     for t in threads:
         t.join(30)
+    return errors
+
+
+@pytest.mark.services
+def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(watchdog):
+    """A store marks its chunk, then INSERTs rows that reference the sweep (a foreign key: a KEY
+    SHARE lock on the sweep's row). A resume locks the sweep's row, then the chunks. With FOR UPDATE
+    on the sweep the two waited for each other; FOR NO KEY UPDATE, all a status change needs, lets
+    the store go on."""
+    from tests.sweeps import _data
+
+    sweep = stalled_sweep()
+    first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
+    errors = store_beside_a_resume(sweep, lambda: chunks._mark_stored(first.pk, 1, 0),
+                                   lambda: _data.add(sweep, first.config, first.first_point))
     assert errors == []
     assert Chunk.objects.get(pk=first.pk).stored and Scenario.objects.filter(sweep=sweep).count() == 1
 
 
 @pytest.mark.services
 def test_a_resume_locks_a_sweeps_chunks_in_id_order_as_a_store_does(watchdog):
-    """PostgreSQL: a store marks its chunks in ID order. A resume's UPDATE of the sweep's chunks
-    visited them in the planner's order (here a sequential scan, and the first chunk's row moved
-    to the end of the table by an earlier update): it held the second chunk and waited for the
-    first while the store held the first and waited for the second, a deadlock. The resume now
-    locks them in ID order before it updates them."""
-    import threading
-
-    from django.db import connection, transaction
-
-    assert connection.vendor == "postgresql"
+    """A store marks its chunks in ID order. A resume's UPDATE of the sweep's chunks visited them in
+    the planner's order (here a sequential scan, the first chunk's row moved to the end of the table
+    by an earlier update): it held the second chunk and waited for the first while the store held
+    the first and waited for the second. The resume now locks them in ID order before it updates them."""
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     Chunk.objects.filter(pk=ids[0]).update(holder="moved")  # its new row version goes after the others
-    marked, resuming = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def store() -> None:  # a task storing its first two chunks, in ID order
-        try:
-            with transaction.atomic():
-                assert chunks._mark_stored(ids[0], 0, 0)
-                marked.set()
-                assert resuming.wait(10)
-                time.sleep(0.3)  # the resume is waiting for a chunk by now
-                assert chunks._mark_stored(ids[1], 0, 0)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-        finally:
-            connection.close()
-
-    def resume() -> None:
-        try:
-            with connection.cursor() as cur:  # the plan that visits rows in the table's order
-                cur.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
-            assert marked.wait(10)
-            resuming.set()
-            recovery.sweep_resume(sweep_id=sweep.pk)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=store), threading.Thread(target=resume)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    errors = store_beside_a_resume(sweep, lambda: chunks._mark_stored(ids[0], 0, 0),
+                                   lambda: chunks._mark_stored(ids[1], 0, 0),
+                                   plan="SET enable_indexscan = off; SET enable_bitmapscan = off")
     assert errors == []
     assert list(Chunk.objects.filter(pk__in=ids[:2]).values_list("stored", flat=True)) == [True, True]
 
