@@ -105,13 +105,14 @@ RATE_SWEEPS = 20
 # chunks' leases and its own run out LEASE_SECONDS later at most, and the leader (the one worker
 # holding the leader lease) queues them again ahead of the queue on its next round; a worker takes
 # them when its current message is done. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a
-# message's time (the goal is 5 s; 1.6 to 4.5 s measured on the shared 2-core machine at a load
-# average of 8 to 10, tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
+# message's time (the goal is 5 s; 1.6 to 3.5 s measured on this 2-core machine on 2026-12-06,
+# tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
 # runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
 # for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
 # Each round is two small UPDATEs per worker (its lease, the leader's; a worker that does not lead
-# also reads whether the leader's row exists) and one per process while it plays a chunk or an
-# audit unit; the leader also reads the lapsed chunks and units (two indexed SELECTs).
+# also reads whether the leader's row exists) and, per process while it plays a chunk or an audit
+# unit, a SELECT ... SKIP LOCKED and an UPDATE; the leader also reads the lapsed chunks and units
+# (two indexed SELECTs).
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
