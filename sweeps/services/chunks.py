@@ -54,8 +54,13 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[Claimed]:
     table = conn.ops.quote_name(Chunk._meta.db_table)
     ids = list(chunk_ids)
     marks = ", ".join(["%s"] * len(ids))
+    targets = marks
+    if conn.features.has_select_for_no_key_update:
+        # Locked in ID order, as stores and resumes lock chunks: an UPDATE alone goes in the
+        # planner's order, which could cross a resume's (a deadlock on PostgreSQL).
+        targets = f"SELECT id FROM {table} WHERE id IN ({marks}) ORDER BY id FOR NO KEY UPDATE"
     sql = (f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s "
-           f"WHERE id IN ({marks}) AND stored = %s")
+           f"WHERE id IN ({targets}) AND stored = %s")
     params: list[Any] = [leases.HOLDER, conn.ops.adapt_datetimefield_value(leases.lease_until()), *ids, False]
     if fresh:
         sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"

@@ -1074,6 +1074,57 @@ def test_a_resume_locks_a_sweeps_chunks_in_id_order_as_a_store_does(watchdog):
     assert list(Chunk.objects.filter(pk__in=ids[:2]).values_list("stored", flat=True)) == [True, True]
 
 
+@pytest.mark.services
+def test_a_claim_locks_its_chunks_in_id_order_as_a_resume_does(watchdog):
+    """A claim's UPDATE visited a message's chunks in the planner's order (here a sequential scan,
+    the first chunk's row moved to the end of the table): held the second, waited for the third (a
+    store held it), then wanted the first, which a resume, locking in ID order, held while it waited
+    for the second. The claim now locks them in ID order first."""
+    import threading
+
+    from django.db import connection, transaction
+
+    assert connection.vendor == "postgresql"
+    sweep = stalled_sweep()
+    ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:3]
+    Chunk.objects.filter(pk=ids[0]).update(holder="moved")  # its new row version goes after the others
+    storing, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def run(step: Callable[[], Any], plan: str = "") -> None:
+        try:
+            if plan:
+                with connection.cursor() as cur:
+                    cur.execute(plan)
+            step()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+        finally:
+            connection.close()
+
+    def store() -> None:  # another worker's store holds the third chunk a moment
+        with transaction.atomic():
+            assert chunks._mark_stored(ids[2], 0, 0)
+            storing.set()
+            assert release.wait(10)
+
+    threads = [threading.Thread(target=run, args=(store,)),
+               threading.Thread(target=run, args=(lambda: chunks._claim(ids),
+                                                  "SET enable_indexscan = off; SET enable_bitmapscan = off")),
+               threading.Thread(target=run, args=(lambda: recovery.sweep_resume(sweep_id=sweep.pk),))]
+    threads[0].start()
+    assert storing.wait(10)
+    for t in threads[1:]:
+        t.start()
+        time.sleep(0.3)  # the claim waits for the store by now; then the resume for a chunk
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
+        False, False, True]
+
+
 def recovered_first(queue: str) -> list[Any]:
     """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
     sweep = Sweep(pk=1)
