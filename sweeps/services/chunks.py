@@ -5,6 +5,9 @@ Rules:
   stored by a conditional UPDATE (`... WHERE stored = false` and its sweep not cancelled; its lease
   ends) in the transaction that INSERTs its rows: two workers racing on one chunk store it once, the
   loser writes nothing.
+- Chunk rows are locked in ID order wherever several are (a claim, a store, a resume); a lease
+  renewal never waits for one (services/leases.py): on PostgreSQL no two of them wait for each
+  other in a cycle.
 - Work (agentcore playing scenarios) happens outside transactions.
 - Rows are INSERTed as tuples (sweeps.schema.record_row) in one executemany: building ~10,000
   model instances per sweep cost more than playing the scenarios.
