@@ -6,7 +6,8 @@ Rules:
   what a configuration is).
 - Scenarios are independent, so chunks run in parallel in worker processes; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
-- Where chunks merge equal states (agentcore.merge), the workers share one memo: this process plays
+- Where a few configurations' chunks merge equal states (agentcore.merge), the workers share their
+  restarts: this process plays
   each configuration's run to its first points, then hands out each distinct restart (by its state's
   key) to be played once by one worker (`merge.step`), which sends back its outcome, its points with
   the keys of the states a crash there leaves, and each state it has not sent before; this process
@@ -16,16 +17,16 @@ Rules:
   chunks (timelines kept, a queue person, kill, a tracker that can crash) go to a worker whole, a
   few to a task (fewer toward the end, so that the workers finish together).
 - A sweep of many merged configurations (at least BY_CONFIGURATION per worker: the table's 11 on
-  up to 3 workers, an audit)
-  sends each configuration's chunks to one worker together instead, the biggest first: memos are
-  per configuration, so a worker with all of one plays what one process plays, and a restart costs
-  no message (the table's restarts are a tenth of a millisecond each, their messages as much).
+  up to 3 workers, an audit) sends each configuration's chunks to one worker together instead, the
+  biggest first: memos are per configuration, so a worker with all of one plays what one process
+  plays, and a restart costs no message (the table's restarts cost about as much as a message);
+  the worker builds the records (or rows) and sends them back.
 - A sweep that needs only its table (`keep=False`) keeps no record: chunks give their rows
   (agentcore.chunks). A merged chunk's row is its tree's tally: no record is built anywhere; an
   unmerged chunk's worker builds its records and sends back only their row.
 - The workers are concurrent.futures' ProcessPoolExecutor, forked: multiprocessing.Pool's worker
-  handler thread woke at every result not yet read, a tenth of a second of CPU per second of sweep
-  taken from the workers.
+  handler thread woke at every result not yet read, taking CPU from the workers
+  (bench/bench_workers.py times it).
 - Checkpoint files live in memory, or with `disk="files"` in real files in a RAM-backed temp dir
   when there is one, without fsync. Both give the same records.
 - This module is also the dashboard's entry point: the names it uses (`Config`, `Chunk`,
@@ -278,7 +279,11 @@ class _Parallel:
         heapq.heappush(self.heap, (chunk, self.seq, ci, k))
 
     def _send(self, work: Callable[[Any], Any], items: Any) -> None:
-        self.pool.submit(work, items).add_done_callback(lambda f: self.results.put((work, f.exception() or f.result())))
+        def done(f: Any) -> None:
+            if not f.cancelled():  # a failed sweep's shutdown cancels what is queued: nothing to hand on
+                self.results.put((work, f.exception() or f.result()))
+
+        self.pool.submit(work, items).add_done_callback(done)
 
     def _hand_out(self) -> None:
         """Keep IN_FLIGHT tasks a worker in the pool, the restarts of the earliest chunks first."""

@@ -111,8 +111,8 @@ RATE_SWEEPS = 20
 # for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
 # Each round is two small UPDATEs per worker (its lease, the leader's; a worker that does not lead
 # also reads whether the leader's row exists) and, per process while it plays a chunk or an audit
-# unit, a SELECT ... SKIP LOCKED and an UPDATE; the leader also reads the lapsed chunks and units
-# (two indexed SELECTs).
+# unit, one UPDATE (on PostgreSQL its subquery locks the rows, skipping any another transaction
+# holds); the leader also reads the lapsed chunks and units (two indexed SELECTs).
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for

@@ -175,9 +175,7 @@ def audit_resume(*, audit_id: int, manual: bool = True) -> int:
             return 0
         ids = list(a.units.filter(stored=False).values_list("pk", flat=True))
         if ids:  # queued now: no lease to run out (a worker holding one renews it)
-            leases.end(a.units.filter(pk__in=ids))
-            if manual:
-                a.units.filter(pk__in=ids).update(attempts=0)  # a fresh bound
+            leases.end(a.units.filter(pk__in=ids), **({"attempts": 0} if manual else {}))  # a fresh bound
         if a.status == Audit.Status.FAILED:
             take(Audit, audit_id, Audit.Status.RUNNING, sources=[Audit.Status.FAILED], error="")
         if ids:

@@ -5,9 +5,9 @@ Rules:
   stored by a conditional UPDATE (`... WHERE stored = false` and its sweep not cancelled; its lease
   ends) in the transaction that INSERTs its rows: two workers racing on one chunk store it once, the
   loser writes nothing.
-- Chunk rows are locked in ID order wherever several are (a claim, a store, a resume); a lease
-  renewal never waits for one (services/leases.py): on PostgreSQL no two of them wait for each
-  other in a cycle.
+- Chunk rows are locked in ID order wherever several are (a claim, a store, a resume, a delete,
+  the lease rule); a lease renewal never waits for one (services/leases.py): on PostgreSQL no two
+  of them wait for each other in a cycle.
 - Work (agentcore playing scenarios) happens outside transactions.
 - Rows are INSERTed as tuples (sweeps.schema.record_row) in one executemany: building ~10,000
   model instances per sweep cost more than playing the scenarios.
@@ -83,7 +83,7 @@ def _mark_stored(chunk_id: int, scenarios: int, saves: int) -> bool:
     qn = conn.ops.quote_name
     with conn.cursor() as cur:
         cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s, "
-                    f"lease_until = NULL WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
+                    f"holder = '', lease_until = NULL WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
                     [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False,
                      Sweep.Status.CANCELLED.value])
         return cur.rowcount == 1

@@ -17,8 +17,8 @@ Rules:
 - One leader at a time: the `watchdog` Lease row, taken and renewed by a conditional UPDATE
   (`... WHERE holder = me OR expires_at < now`), the same statement on SQLite and PostgreSQL. Only
   the leader runs the watchdog's rules, so workers started together never queue one sweep's work
-  twice; should two ever act at once (a leader paused past its lease), taking a lapsed chunk is a
-  conditional write too (recovery.chunks_requeue_lapsed), so one of them queues it.
+  twice; should two ever act at once (a leader paused past its lease), a lapsed row is taken under
+  a row lock that the other skips (`requeue_lapsed`), so one of them queues it.
 - An audit's unit (AuditUnit.holder, lease_until) is leased as a chunk is, by the same worker
   hooks and keeper: its claim takes the lease, its store or a resume ends it, and the leader queues
   again a dead worker's units (audits.audit_units_requeue_lapsed).
@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -80,14 +80,17 @@ def _renew(rows: QuerySet[Any], holder: str) -> int:
     or claimed (the claim takes the lease): a renewal that waited for it could close a cycle with the
     task storing it, which locks its chunks one by one (a PostgreSQL deadlock: the task then waited
     the 1 s deadlock_timeout before the database broke it, seen as 1.1 s messages among 0.06 s ones)."""
-    with transaction.atomic():
-        ids = list(rows.select_for_update(skip_locked=True, of=("self",)).order_by("pk").values_list("pk", flat=True))
-        return rows.model.objects.filter(pk__in=ids).update(holder=holder, lease_until=lease_until()) if ids else 0
+    if not connection.features.has_select_for_update_skip_locked:  # SQLite: one writer, nothing to skip
+        return rows.update(holder=holder, lease_until=lease_until())
+    with transaction.atomic():  # one UPDATE, of the rows its subquery locked in ID order
+        locked = rows.select_for_update(skip_locked=True, no_key=True, of=("self",)).order_by("pk").values("pk")
+        return rows.model.objects.filter(pk__in=locked).update(holder=holder, lease_until=lease_until())
 
 
-def end(rows: QuerySet[Any]) -> int:
-    """End the leases of these chunks or units (queued again, stored: no lease to run out)."""
-    return rows.update(holder="", lease_until=None)
+def end(rows: QuerySet[Any], **also: Any) -> int:
+    """End the leases of these chunks or units (queued again, stored: no lease to run out), setting
+    `also` in the same UPDATE."""
+    return rows.update(holder="", lease_until=None, **also)
 
 
 def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],

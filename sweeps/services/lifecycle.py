@@ -55,6 +55,10 @@ def sweep_delete(*, sweep_id: int) -> dict[str, int]:
     Scenarios go in one DELETE statement: Django's cascade would read every row's ID first (a
     10-run table has 814,560)."""
     with transaction.atomic():
+        # Its chunks first, in ID order as every writer of several chunks locks them (services/chunks.py),
+        # then the row: a store in progress holds its chunk and INSERTs rows referencing the sweep,
+        # which the sweep's FOR UPDATE (a delete needs it) would block: a deadlock on PostgreSQL.
+        list(Chunk.objects.filter(sweep_id=sweep_id).select_for_update().order_by("pk").values_list("pk", flat=True))
         if not Sweep.objects.select_for_update().filter(pk=sweep_id).exists():
             return {"sweeps": 0, "chunks": 0, "scenarios": 0, "questions": 0}
         questions = Question.objects.filter(sweep_id=sweep_id).delete()[0]

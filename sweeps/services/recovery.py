@@ -76,9 +76,7 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
             questions = questions.filter(answered_at__lt=answered_before)
         question_ids = list(questions.values_list("pk", flat=True))
         if chunk_ids:  # queued now: no lease to run out (a worker holding one renews it)
-            leases.end(Chunk.objects.filter(pk__in=chunk_ids))
-            if manual:
-                Chunk.objects.filter(pk__in=chunk_ids).update(attempts=0)  # a fresh bound
+            leases.end(Chunk.objects.filter(pk__in=chunk_ids), **({"attempts": 0} if manual else {}))  # a fresh bound
         if (chunk_ids or question_ids) and sweep.status == Sweep.Status.FAILED:
             take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.FAILED], error="")
         if manual and sweep.status == Sweep.Status.CANCELLED:

@@ -312,8 +312,12 @@ def test_the_unmerged_table_on_two_workers_is_one_worker_s_record_for_record():
     assert two.explored == one.explored == 9663
 
 
-def test_a_chunk_that_fails_in_a_worker_fails_the_sweep_with_its_error():
+def test_a_chunk_that_fails_in_a_worker_fails_the_sweep_with_its_error(caplog):
     cfg = Config(TRIAGE, designs.get("loop"), "keyed")
     bad = Chunk(0, 1, "k", "l", second_from=1, second_to=999)  # its restart reaches far fewer points
     with pytest.raises(ValueError, match="not 999"):
         list(run_chunks([cfg], [*plan_chunks([cfg])[:3], bad], 2, workers=2))
+    table = [Config(TRIAGE, designs.get(d), "keyed") for d in ("loop", "keys", "markers")]
+    with pytest.raises(ValueError, match="not 999"):  # the work it cancels logs nothing
+        list(run_chunks(table, [bad, *plan_chunks(table)], 2, workers=2))
+    assert "exception calling callback" not in caplog.text

@@ -30,6 +30,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -276,7 +277,7 @@ class Kill:
         at = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp() - self.wall for t in stamps]
         return min((t for t in at if t > 0), default=math.inf)
 
-    def seconds(self, lost: Collection[int] = ()) -> tuple[float, float]:
+    def seconds(self, lost: Collection[int]) -> tuple[float, float]:
         """(kill to the last of its chunks run again, to the last stored), leaving out the `lost` ones
         (their message lost again: the stall rule's); inf if one never was."""
         mine = [pk for pk in self.chunks if pk not in lost]
@@ -292,10 +293,14 @@ class Kill:
         return max(again) - self.at if again else 0.0
 
 
-def stall_queued(logs: str) -> set[int]:
-    """The chunks the stall rule queued again (its log lines name them)."""
-    return {int(pk) for ids in re.findall(r"the queue is empty: \d+ missing chunk\(s\) and answer\(s\) queued "
-                                          r"again: chunks ([\d ]+);", logs) for pk in ids.split()}
+def lost_again(logs: str) -> set[int]:
+    """The chunks the lease rule queued again whose message was lost once more (the stall rule
+    queued them too): both rules' log lines name them."""
+    def named(pattern: str) -> set[int]:
+        return {int(pk) for ids in re.findall(pattern, logs) for pk in ids.split()}
+
+    return (named(r"chunk\(s\) queued again ahead of the queue: ([\d ]+)")
+            & named(r"the queue is empty: \d+ missing chunk\(s\) and answer\(s\) queued again: chunks ([\d ]+);"))
 
 
 def boot(lab: Lab, spare: int) -> tuple[Workers, list[subprocess.Popen], list[subprocess.Popen], float]:
@@ -335,8 +340,8 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         at = time.monotonic()
         victim.wait()
         spare = waiting.pop(0)
-        # Its replacement, told in a thread: the remote-control round trip took 60 ms of this loop
-        # (a sweep's work is about 1 s here), and the loop times the re-runs.
+        # Its replacement, told in a thread: the remote-control round trip would hold this loop, which
+        # finds the victims and times the re-runs while a sweep's work lasts a second or so.
         told.append(pool.submit(spares.consume, spare, sweepworkers.queue_name()))
         consuming.append(spare)
         held = dict(Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False)
@@ -354,7 +359,7 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
             break
         hits = [k for k in kills if k.chunks]
         # Early: the first kills leave their chunks waiting for their leases to run out, and a
-        # later kill needs a worker at work (a CI run found none from 63% to 92% of the chunks).
+        # later kill needs a worker at work (late in a sweep there may be none for a while).
         if len(hits) < WHOLE_KILLS and sum(r[1] for r in rows) >= (0.03 + 0.04 * len(hits)) * total:
             kill_one(rows, now)
         if now > deadline:
@@ -366,24 +371,27 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, f"{sweep.error}\n{lab.logs()[-6000:]}"
     rows = check_rows(sweep)
-    worst = report_kills(capsys, label, kills, total, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
+    logs = lab.logs()
+    hits, lost = [k for k in kills if k.chunks], lost_again(logs)
+    worst = report_kills(capsys, label, kills, total, lost, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
                                                       f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
                                                       f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
                                                       f"{booted:.1f} s first; {requeued(lab)} chunk(s) queued again "
                                                       "by the stall rule (messages lost between a worker's taking "
-                                                      "them and their leases)", lab.logs())
-    hits, lost = [k for k in kills if k.chunks], stall_queued(lab.logs())
+                                                      "them and their leases)", logs)
     assert len(hits) == WHOLE_KILLS, [(k.pid, k.share) for k in kills]
+    assert all(k.requeued(logs) <= RERUN_SECONDS for k in hits), [(k.pid, k.requeued(logs)) for k in hits]
     assert worst <= RERUN_SECONDS, [(k.pid, k.seconds(lost)) for k in hits]
     assert all(k.stall_seconds(lost) <= STALL_RERUN_SECONDS for k in hits), [(k.pid, k.stall_seconds(lost))
                                                                               for k in hits]
 
 
-def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, rest: str,
-                 logs: str) -> float:
+def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, lost: set[int],
+                 rest: str, logs: str) -> float:
     """Print each kill and the figures; the worst seconds from a kill to its chunks' re-run by the
-    lease rule (chunks whose message was lost again, the stall rule's, apart)."""
-    hits, lost = [k for k in kills if k.chunks], stall_queued(logs)
+    lease rule (the `lost` chunks, lost again and the stall rule's, apart)."""
+    timed = [k for k in kills if any(pk not in lost for pk in k.chunks)]  # a chunk the lease rule brought back
+    hits = [k for k in kills if k.chunks]
     for i, k in enumerate(kills, 1):
         rerun, done = k.seconds(lost)
         again = [pk for pk in k.chunks if pk in lost]
@@ -397,8 +405,8 @@ def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kil
                      f"{STALL_RERUN_SECONDS:g} s)")
         report(capsys, f"{label}: kill {i} at {100 * k.share:.0f}% of {total} chunks (pid {k.pid}"
                        f"{', the leader' if k.leader else ''}): {what}")
-    worst = max((k.seconds(lost)[0] for k in hits), default=math.inf)
-    median = statistics.median(k.seconds(lost)[0] for k in hits) if hits else math.inf
+    worst = max((k.seconds(lost)[0] for k in timed), default=math.inf)
+    median = statistics.median(k.seconds(lost)[0] for k in timed) if timed else math.inf
     report(capsys, f"{label}: {len(kills)} whole workers SIGKILLed ({len(hits)} mid-chunk, "
                    f"{sum(k.leader for k in hits)} of them the leader); kill to re-run: worst {worst:.2f} s, "
                    f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s); {rest}; {load()}")
@@ -956,90 +964,109 @@ def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(
     assert celery_module.playing_chunk_ids() == []
 
 
+class Steps:
+    """PostgreSQL row locks between steps run in threads of their own, each on its own database
+    connection: what each step returned, and (at `join`) that none raised or still waits."""
+
+    def __init__(self) -> None:
+        self.threads: list[threading.Thread] = []
+        self.results: dict[str, Any] = {}
+        self.errors: list[BaseException] = []
+
+    def start(self, name: str, step: Callable[[], Any], plan: str = "") -> None:
+        """Run `step` (after the statement `plan`, e.g. one that forces a query plan)."""
+        from django.db import connection
+
+        def run() -> None:
+            try:
+                if plan:
+                    with connection.cursor() as cur:
+                        cur.execute(plan)
+                self.results[name] = step()
+            except BaseException as e:  # noqa: BLE001 - reported by join
+                self.errors.append(e)
+            finally:
+                connection.close()
+
+        self.threads.append(threading.Thread(target=run))
+        self.threads[-1].start()
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(30)
+        assert not [t for t in self.threads if t.is_alive()], "a step still waits after 30 s"
+        assert self.errors == []  # a deadlock: one of them raised OperationalError
+
+
+def waiting_for_locks(n: int) -> None:
+    """Until `n` connections of this database wait for a row lock (the order a test needs), 10 s at most."""
+    from django.db import connection
+
+    deadline = time.monotonic() + 10
+    while True:
+        with connection.cursor() as cur:
+            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND datname = current_database()")
+            if cur.fetchone()[0] >= n:
+                return
+        assert time.monotonic() < deadline, f"{n} connection(s) never waited for a lock"
+        time.sleep(0.01)
+
+
+def holding(first: Callable[[], Any], then: Callable[[], Any] = lambda: None, *,
+            rollback: bool = False) -> tuple[Callable[[], None], threading.Event, threading.Event]:
+    """A store's transaction as a step: `first`, then hold its locks until released, then `then`;
+    (the step, set once `first` is done, set to release)."""
+    from django.db import transaction
+
+    held, release = threading.Event(), threading.Event()
+
+    def step() -> None:
+        with transaction.atomic():
+            first()
+            held.set()
+            assert release.wait(10)
+            then()
+            transaction.set_rollback(rollback)
+
+    return step, held, release
+
+
 @pytest.mark.services
 def test_a_renewal_skips_a_chunk_whose_store_holds_its_row_rather_than_wait_for_it():
-    """PostgreSQL: the keeper's renewal and the task storing its chunks (row by row, in one
-    transaction) once waited for each other in a cycle, and the task waited 1 s for the database to
-    break the deadlock. A renewal now leaves a locked row alone: it waits for nothing."""
-    import threading
-
-    from django.db import connection, transaction
-
-    assert connection.vendor == "postgresql"
+    """The keeper's renewal and the task storing its chunks (row by row, in one transaction) once
+    waited for each other in a cycle, until PostgreSQL's deadlock_timeout broke it. A renewal now
+    leaves a locked row alone: it waits for nothing."""
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:3]
-    locked, release = threading.Event(), threading.Event()
-
-    def store() -> None:  # a task's store transaction, part way: its first chunk marked stored
-        try:
-            with transaction.atomic():
-                assert chunks._mark_stored(ids[0], 0, 0)
-                locked.set()
-                release.wait(10)
-                transaction.set_rollback(True)
-        finally:
-            connection.close()
-
-    storing = threading.Thread(target=store)
-    storing.start()
+    store, held, release = holding(lambda: chunks._mark_stored(ids[0], 0, 0), rollback=True)
+    steps = Steps()
+    steps.start("store", store)
     try:
-        assert locked.wait(10)
+        assert held.wait(10)
         started = time.monotonic()
         renewed = leases.leases_renew(chunk_ids=ids, holder="keeper:1")
         took = time.monotonic() - started
     finally:
         release.set()
-        storing.join()
+        steps.join()
     assert took < 0.5 and renewed == 2
     assert dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "holder")) == {
         ids[0]: "", ids[1]: "keeper:1", ids[2]: "keeper:1"}
 
 
-def store_beside_a_resume(sweep: Sweep, first: Callable[[], Any], then: Callable[[], Any],
-                          plan: str = "") -> list[BaseException]:
-    """PostgreSQL: a store's transaction does `first`, a resume of `sweep` starts (in a connection of
-    its own, after the statement `plan`) and waits for a lock by now, then the store does `then`
-    and commits; what either of them raised (a deadlock: one of them, after 1 s)."""
-    import threading
-
-    from django.db import connection, transaction
-
-    assert connection.vendor == "postgresql"
-    done, resuming = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def store() -> None:
-        try:
-            with transaction.atomic():
-                first()
-                done.set()
-                assert resuming.wait(10)
-                time.sleep(0.3)  # the resume waits for a lock by now
-                then()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-        finally:
-            connection.close()
-
-    def resume() -> None:
-        try:
-            if plan:
-                with connection.cursor() as cur:
-                    cur.execute(plan)
-            assert done.wait(10)
-            resuming.set()
-            recovery.sweep_resume(sweep_id=sweep.pk)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=store), threading.Thread(target=resume)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    return errors
+def store_beside(action: Callable[[], Any], first: Callable[[], Any], then: Callable[[], Any]) -> Any:
+    """A store's transaction does `first`; `action` (a resume, a delete) starts and waits for one of
+    its locks; the store does `then` and commits. What `action` returned."""
+    store, held, release = holding(first, then)
+    steps = Steps()
+    steps.start("store", store)
+    assert held.wait(10)
+    steps.start("action", action)
+    waiting_for_locks(1)
+    release.set()
+    steps.join()
+    return steps.results["action"]
 
 
 @pytest.mark.services
@@ -1052,10 +1079,29 @@ def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
 
     sweep = stalled_sweep()
     first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
-    errors = store_beside_a_resume(sweep, lambda: chunks._mark_stored(first.pk, 1, 0),
-                                   lambda: _data.add(sweep, first.config, first.first_point))
-    assert errors == []
+    queued = store_beside(lambda: recovery.sweep_resume(sweep_id=sweep.pk), lambda: chunks._mark_stored(first.pk, 1, 0),
+                          lambda: _data.add(sweep, first.config, first.first_point))
+    assert queued == sweep.total_chunks - 1  # the chunk stored meanwhile is not queued again
     assert Chunk.objects.get(pk=first.pk).stored and Scenario.objects.filter(sweep=sweep).count() == 1
+
+
+@pytest.mark.services
+def test_a_delete_beside_a_store_in_progress_waits_for_it_without_a_deadlock(watchdog):
+    """The same store beside a delete: the delete needs FOR UPDATE on the sweep's row, so it locks
+    the sweep's chunks first, in ID order; it then waits for the store's chunk holding nothing the
+    store needs."""
+    from tests.sweeps import _data
+
+    sweep = stalled_sweep()
+    first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
+    removed = store_beside(lambda: lifecycle.sweep_delete(sweep_id=sweep.pk),
+                           lambda: chunks._mark_stored(first.pk, 1, 0),
+                           lambda: _data.add(sweep, first.config, first.first_point))
+    assert removed == {"sweeps": 1, "chunks": sweep.total_chunks, "scenarios": 1, "questions": 0}
+    assert not Sweep.objects.filter(pk=sweep.pk).exists()
+
+
+SEQUENTIAL_SCAN = "SET enable_indexscan = off; SET enable_bitmapscan = off"  # rows in the table's order
 
 
 @pytest.mark.services
@@ -1067,10 +1113,15 @@ def test_a_resume_locks_a_sweeps_chunks_in_id_order_as_a_store_does(watchdog):
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     Chunk.objects.filter(pk=ids[0]).update(holder="moved")  # its new row version goes after the others
-    errors = store_beside_a_resume(sweep, lambda: chunks._mark_stored(ids[0], 0, 0),
-                                   lambda: chunks._mark_stored(ids[1], 0, 0),
-                                   plan="SET enable_indexscan = off; SET enable_bitmapscan = off")
-    assert errors == []
+    store, held, release = holding(lambda: chunks._mark_stored(ids[0], 0, 0), lambda: chunks._mark_stored(ids[1], 0, 0))
+    steps = Steps()
+    steps.start("store", store)
+    assert held.wait(10)
+    steps.start("resume", lambda: recovery.sweep_resume(sweep_id=sweep.pk), plan=SEQUENTIAL_SCAN)
+    waiting_for_locks(1)
+    release.set()
+    steps.join()
+    assert steps.results["resume"] == len(ids) - 2
     assert list(Chunk.objects.filter(pk__in=ids[:2]).values_list("stored", flat=True)) == [True, True]
 
 
@@ -1080,47 +1131,21 @@ def test_a_claim_locks_its_chunks_in_id_order_as_a_resume_does(watchdog):
     the first chunk's row moved to the end of the table): held the second, waited for the third (a
     store held it), then wanted the first, which a resume, locking in ID order, held while it waited
     for the second. The claim now locks them in ID order first."""
-    import threading
-
-    from django.db import connection, transaction
-
-    assert connection.vendor == "postgresql"
     sweep = stalled_sweep()
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:3]
     Chunk.objects.filter(pk=ids[0]).update(holder="moved")  # its new row version goes after the others
-    storing, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def run(step: Callable[[], Any], plan: str = "") -> None:
-        try:
-            if plan:
-                with connection.cursor() as cur:
-                    cur.execute(plan)
-            step()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-        finally:
-            connection.close()
-
-    def store() -> None:  # another worker's store holds the third chunk a moment
-        with transaction.atomic():
-            assert chunks._mark_stored(ids[2], 0, 0)
-            storing.set()
-            assert release.wait(10)
-
-    threads = [threading.Thread(target=run, args=(store,)),
-               threading.Thread(target=run, args=(lambda: chunks._claim(ids),
-                                                  "SET enable_indexscan = off; SET enable_bitmapscan = off")),
-               threading.Thread(target=run, args=(lambda: recovery.sweep_resume(sweep_id=sweep.pk),))]
-    threads[0].start()
-    assert storing.wait(10)
-    for t in threads[1:]:
-        t.start()
-        time.sleep(0.3)  # the claim waits for the store by now; then the resume for a chunk
+    store, held, release = holding(lambda: chunks._mark_stored(ids[2], 0, 0))  # another worker's store
+    steps = Steps()
+    steps.start("store", store)
+    assert held.wait(10)
+    steps.start("claim", lambda: chunks._claim(ids), plan=SEQUENTIAL_SCAN)
+    waiting_for_locks(1)
+    steps.start("resume", lambda: recovery.sweep_resume(sweep_id=sweep.pk))
+    waiting_for_locks(2)
     release.set()
-    for t in threads:
-        t.join(30)
-    assert errors == []
+    steps.join()
+    assert [c.id for c in steps.results["claim"]] == ids[:2]  # the third was stored meanwhile
+    assert steps.results["resume"] == sweep.total_chunks - 1
     assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
         False, False, True]
 
