@@ -34,7 +34,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from agentcore.config import conditions as agent_conditions
-from agentcore.records import COLUMNS, TableRow
+from agentcore.records import TableRow
 from agentcore.records import columns as table_columns
 from agentcore.report import render
 from sweeps.configs import Conditions
@@ -164,7 +164,7 @@ def filename(sweep_id: int, what: str, suffix: str) -> str:
 
 
 def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_conditions: Conditions,
-                b_conditions: Conditions, columns: Sequence[str] = COLUMNS) -> str:
+                b_conditions: Conditions, columns: Sequence[str]) -> str:
     """Two sweeps' tables compared (selectors.compare_tables rows) as CSV: per configuration, which
     sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
     where a sweep lacks the row; `columns`: selectors.table_columns of the two), then each sweep's
@@ -176,6 +176,8 @@ def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_condi
     words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")
+        if len(r["cells"]) != len(columns):  # a header that does not fit its rows would say wrong things
+            raise ValueError(f"{r['name']}: {len(r['cells'])} cells for {len(columns)} columns")
         cells = [("" if v is None else v) for c in r["cells"] for v in (c["a"], c["b"], c["diff"])]
         writer.writerow(_cells([a_id, b_id, r["name"], where, "yes" if r["changed"] else "no", *cells, *words]))
     return out.getvalue()

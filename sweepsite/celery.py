@@ -3,20 +3,19 @@
 Leases (services/leases.py): a worker's main process takes the leases of a message's chunks (or its
 audit unit: the same for units throughout) when it receives the message (task_received), and every
 process that runs tasks (a solo worker's main process, each process of a prefork pool) renews the
-leases of the chunks it plays every
-LEASE_RENEW_SECONDS, from the task's start to its end (task_prerun, task_postrun), in a thread of
-its own; a process that dies stops renewing, and its chunks' leases run out. Celery's record of the
-requests a worker holds is not used: a prefork worker whose pool process was SIGKILLed can keep the
-lost task's request for good (seen in the fault tests), and its leases would never run out.
+leases of the chunks it plays every LEASE_RENEW_SECONDS, from the task's start to its end
+(task_prerun, task_postrun), in a thread of its own; a process that dies stops renewing, and its
+chunks' leases run out. Celery's record of the requests a worker holds is not used: a prefork
+worker whose pool process was SIGKILLed can keep the lost task's request for good (seen in the
+fault tests), and its leases would never run out.
 
 The same thread of a worker's main process renews the worker's own lease and asks for the
 watchdog's leader lease each round. The one worker that leads runs the watchdog that round: the
 chunks and audit units of a dead worker (their leases and its own run out) queued again ahead of
-the queue, and,
-every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost messages no worker held
-(a broker restarted empty), services.recovery.sweeps_resume_stalled and
-audits.audits_resume_stalled. SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps
-its leases).
+the queue, and, every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost
+messages no worker held (a broker restarted empty), services.recovery.sweeps_resume_stalled and
+audits.audits_resume_stalled, and the forgetting of long-dead workers' leases.
+SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps its leases).
 
 A worker starts only with a database that answers: before it takes any message (worker_init), it
 asks (sweepsite.health); if the database is unreachable it says so in one line and exits with

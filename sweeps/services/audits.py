@@ -88,10 +88,9 @@ def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: li
 
 def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, first: bool = False) -> None:
     try:
-        priority = taskqueue.FIRST if first else taskqueue.NORMAL
         with taskqueue.app.producer_or_acquire() as producer:
             for pk in unit_ids:
-                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, priority)
+                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, taskqueue.priority(first))
     except Exception as e:
         log.exception("audit %s: cannot enqueue its units", a.pk)
         if fail:

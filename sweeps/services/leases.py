@@ -103,7 +103,7 @@ def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
     leases lapsed (the next round tries again). `what` names them in the log: ("sweep", "chunk(s)"),
     ("audit", "unit(s)"). Returns how many rows were queued."""
     n = 0
-    for key in sorted(set(lapsed.values_list(*parent))):
+    for key in sorted(lapsed.values_list(*parent).order_by().distinct()):
         try:
             with transaction.atomic():
                 taken = list(lapsed.filter(**{parent[0]: key[0]}).select_for_update(skip_locked=True, of=("self",))

@@ -42,6 +42,11 @@ FIRST = 0
 NORMAL = 5
 
 
+def priority(first: bool) -> int:
+    """A message's priority: FIRST (work queued again after its worker died) or NORMAL."""
+    return FIRST if first else NORMAL
+
+
 def publish(name: str, args: tuple[Any, ...], producer: Any, priority: int = NORMAL) -> None:
     """Send one task message (the queue is the app's default queue)."""
     app.send_task(name, args, producer=producer, priority=priority)
@@ -127,12 +132,12 @@ def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequen
     messages = deal(chunk_costs(sweep, chunk_ids))
     try:
         with app.producer_or_acquire() as producer:
-            priority = FIRST if first else NORMAL
+            level = priority(first)
             for batch in messages:
                 if len(batch) == 1:
-                    publish(CHUNK_RUN, (batch[0],), producer, priority)
+                    publish(CHUNK_RUN, (batch[0],), producer, level)
                 else:
-                    publish(CHUNKS_RUN, (batch,), producer, priority)
+                    publish(CHUNKS_RUN, (batch,), producer, level)
             for qid in question_ids:
                 publish(QUESTION_RESUME, (qid,), producer)
     except Exception as e:

@@ -7,6 +7,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from agentcore.records import COLUMNS, TableRow
 from agentcore.report import render
 from sweeps import exports, selectors
@@ -129,7 +131,7 @@ def test_filename():
 def test_compare_csv_has_both_sides_and_the_difference_per_column():
     rows = selectors.compare_tables([TableRow("x", 1, 2, asks=3), TableRow("gone", 5)],
                                     [TableRow("x", 1, 4, asks=1, wrong=2)])
-    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC))))
+    lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC, COLUMNS))))
     assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
     assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * len(COLUMNS) + 2
     x = dict(zip(lines[0], lines[1], strict=True))
@@ -153,10 +155,10 @@ def test_rows_jsonl_carries_the_sweep_s_conditions_after_the_configuration_name(
 
 def test_compare_csv_says_each_sweep_s_conditions():
     rows = selectors.compare_tables([TableRow("x", 1)], [TableRow("x", 1)])
-    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, POWER_CUT)))
+    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, POWER_CUT, COLUMNS)))
     x = dict(zip(header, line, strict=True))
     assert (x["conditions_a"], x["conditions_b"]) == ("panic, fsync on", "power-cut, fsync off, tracker fault: crash")
-    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, WORLD, PANIC)))
+    header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, WORLD, PANIC, COLUMNS)))
     assert dict(zip(header, line, strict=True))["conditions_a"] == (
         "kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7")
 
@@ -189,7 +191,7 @@ def test_rows_csv_neutralises_every_text_cell_that_starts_a_formula():
 
 def test_compare_csv_neutralises_a_configuration_name():
     rows = selectors.compare_tables([TableRow("=cmd|' /C calc'!A0", 3, 2)], [TableRow("=cmd|' /C calc'!A0", 1, 2)])
-    line = list(csv.DictReader(io.StringIO(exports.compare_csv(rows, 1, 2, PANIC, PANIC), newline="")))[0]
+    line = list(csv.DictReader(io.StringIO(exports.compare_csv(rows, 1, 2, PANIC, PANIC, COLUMNS), newline="")))[0]
     assert line["configuration"] == "'=cmd|' /C calc'!A0" and line["once_diff"] == "-2"
 
 
@@ -244,3 +246,10 @@ def test_compare_csv_of_a_depth_3_sweep_has_thrice_columns():
     assert lines[0][8:11] == ["twice_a", "twice_b", "twice_diff"] and lines[0][11:14] == [
         "thrice_a", "thrice_b", "thrice_diff"]
     assert (x["thrice_a"], x["thrice_b"], x["thrice_diff"], x["changed"]) == ("0", "9", "9", "yes")
+
+
+def test_compare_csv_refuses_columns_that_do_not_fit_the_rows():
+    columns = selectors.table_columns(Sweep(depth=2), Sweep(depth=3))
+    rows = selectors.compare_tables([TableRow("x", 1, 2)], [TableRow("x", 1, 2, thrice=9)], columns)
+    with pytest.raises(ValueError, match=f"x: {len(columns)} cells for {len(COLUMNS)} columns"):
+        exports.compare_csv(rows, 7, 9, PANIC, PANIC, COLUMNS)  # a depth-3 comparison under depth-2 headers
