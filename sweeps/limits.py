@@ -80,6 +80,16 @@ MAX_CHUNKS_PER_TASK = 8
 # a big first message on this 2-core machine, against the 5 s goal).
 MESSAGE_SHARE = 32
 TAIL_SHARE = 1 / 128
+# Message priorities, 0 (first) to PRIORITIES - 1 (services/taskqueue.py): as many lists as Redis is
+# told to keep (settings), one digit in the filesystem broker's sorted names.
+PRIORITIES = 10
+# A fair share of the workers per owner (taskqueue.priority_for): a message's priority rises one
+# level each time the owner's work already queued ahead of it (estimated rows) doubles past
+# SHARE_ROWS, so another owner's small sweep goes ahead of the tail of a big one instead of waiting
+# for all of it. A unit of an audit weighs as AUDIT_UNIT_ROWS rows (a unit plays for about as long
+# as a worker stores that many rows).
+SHARE_ROWS = 2_000
+AUDIT_UNIT_ROWS = 2_000
 
 # --- the planned size, before launching --------------------------------------------------------
 
@@ -115,6 +125,13 @@ RATE_SWEEPS = 20
 # holds); the leader also reads the lapsed chunks and units (two indexed SELECTs).
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
+# A message lost before any lease named it (services/messages.py): a worker that took it from the
+# broker died before its receipt, or the broker came back empty. The leader counts it lost once a
+# message queued after it (at its priority or a later one) was received this long ago, or once the
+# queue has read empty this long. Longer than a receipt takes after a worker takes a message (ms)
+# and than one publisher's batch takes to leave, with room for a loaded machine; short enough that
+# with a message's time and a round it stays well inside the 5 s goal.
+LOST_MESSAGE_SECONDS = 1.0
 # The stall watchdog's default (settings.SWEEPSITE_STALL_SECONDS, env SWEEPSITE_STALL_SECONDS), for
 # messages no worker held a lease for: a running sweep that stored no chunk and had no chunk under a
 # lease for this many seconds while the task queue is empty has lost messages (a broker restarted empty); its

@@ -144,6 +144,12 @@ class Chunk(models.Model):
     # while it waits in the queue and once it is stored.
     holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    # Its current message (services/messages.py): when it was published (microseconds of the wall
+    # clock, plus its place among the messages published together), at what priority, and when a
+    # worker received it (NULL: in the queue still, or lost with a worker or a broker).
+    queued = models.BigIntegerField(null=True, blank=True)
+    priority = models.PositiveSmallIntegerField(default=0)
+    received = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_from"],
@@ -315,9 +321,12 @@ class AuditUnit(models.Model):
     # At most agentcore.audit.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
     candidates = models.JSONField(default=list, blank=True)
     stored_at = models.DateTimeField(null=True, blank=True)
-    # Its lease, as a chunk's (services/leases.py).
+    # Its lease and its current message, as a chunk's (services/leases.py, services/messages.py).
     holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
+    queued = models.BigIntegerField(null=True, blank=True)
+    priority = models.PositiveSmallIntegerField(default=0)
+    received = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "world", "design", "tracker"],

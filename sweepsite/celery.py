@@ -12,8 +12,10 @@ fault tests), and its leases would never run out.
 The same thread of a worker's main process renews the worker's own lease and asks for the
 watchdog's leader lease each round. The one worker that leads runs the watchdog that round: the
 chunks and audit units of a dead worker (their leases and its own run out) queued again ahead of
-the queue, and, every quarter of settings.SWEEPSITE_STALL_SECONDS, the stall rules for lost
-messages no worker held (a broker restarted empty), services.recovery.sweeps_resume_stalled and
+the queue, and those whose message was lost before any lease named it (services/messages.py: a
+worker killed as it took the message, a broker that came back empty); and, every quarter of
+settings.SWEEPSITE_STALL_SECONDS, the stall rules for anything else lost (an answer's resume),
+services.recovery.sweeps_resume_stalled and
 audits.audits_resume_stalled, and the forgetting of long-dead workers' leases.
 SWEEPSITE_STALL_SECONDS=0 keeps a worker from leading (it still keeps its leases).
 
@@ -127,7 +129,7 @@ def _received(request: Any = None, **_: Any) -> None:
                                   getattr(request, "kwargs", None))
     if chunk_ids or unit_ids:
         _guarded("taking the leases of a message",
-                 lambda: leases.leases_renew(chunk_ids=chunk_ids, unit_ids=unit_ids))
+                 lambda: leases.leases_renew(chunk_ids=chunk_ids, unit_ids=unit_ids, receipt=True))
 
 
 @task_prerun.connect
@@ -182,7 +184,8 @@ class Keeper:
             self.leading, self.next_stall = leading, 0.0
         if not leading:
             return 0
-        return recovery.chunks_requeue_lapsed() + audits.audit_units_requeue_lapsed()
+        return (recovery.chunks_requeue_lapsed() + audits.audit_units_requeue_lapsed()
+                + recovery.chunks_requeue_lost() + audits.audit_units_requeue_lost())
 
 
 def _forget() -> int:

@@ -169,7 +169,10 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "polling_interval": 0.05,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300"))}
+    # One Redis list per priority (kombu's default merges them into 4), so that each priority's
+    # queue is first in, first out on its own: services/messages.py tells lost messages by it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300")),
+                                       "priority_steps": list(range(limits.PRIORITIES))}
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -184,11 +187,13 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
 # The watchdog runs in the one worker that holds the leader lease (services/leases.py, sweepsite/celery.py):
 # chunks whose lease ran out with their worker (a SIGKILL) are queued again within seconds
-# (limits.LEASE_SECONDS); and by the stall rule (services.recovery.sweeps_resume_stalled), a running
-# sweep with no live lease that stored no chunk for this many seconds while the task queue is empty
-# has lost messages (a broker that restarted empty): the leader checks every quarter of it and queues
-# its missing chunks again, and so does `manage.py sweep` while it waits. 0: this worker never leads
-# (it still renews the leases of the chunks it plays).
+# (limits.LEASE_SECONDS), and so are those whose message was lost before any lease named it
+# (services/messages.py, limits.LOST_MESSAGE_SECONDS); and by the stall rule
+# (services.recovery.sweeps_resume_stalled), a running sweep with no live lease that stored no chunk
+# for this many seconds while the task queue is empty has lost messages (an answer's resume, or work
+# that the rules above missed): the leader checks every quarter of it and queues its missing work
+# again, and so does `manage.py sweep` while it waits. 0: this worker never leads (it still renews
+# the leases of the chunks it plays).
 SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.

@@ -38,9 +38,9 @@ from agentcore.jobs import parse as parse_job
 from agentcore.world import MODES
 from sweeps import selectors
 from sweeps.configs import check, design
-from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
+from sweeps.limits import AUDIT_UNIT_ROWS, ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
-from sweeps.services import leases, recovery, taskqueue
+from sweeps.services import leases, messages, recovery, taskqueue
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +87,18 @@ def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: li
 
 
 def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, first: bool = False) -> None:
+    """Stamp and publish a message per unit: ahead of the queue with `first` (lost units queued
+    again), else at their owner's fair share (services/taskqueue.py)."""
+    if first:
+        levels = [taskqueue.FIRST] * len(unit_ids)
+    else:
+        levels = taskqueue.priorities([AUDIT_UNIT_ROWS] * len(unit_ids),
+                                      taskqueue.owner_backlog(a.created_by_id, but_audit=a.pk))
+    messages.stamp(AuditUnit, [([pk], level) for pk, level in zip(unit_ids, levels, strict=True)])
     try:
         with taskqueue.app.producer_or_acquire() as producer:
-            for pk in unit_ids:
-                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, taskqueue.priority(first))
+            for pk, level in zip(unit_ids, levels, strict=True):
+                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, level)
     except Exception as e:
         log.exception("audit %s: cannot enqueue its units", a.pk)
         if fail:
@@ -108,7 +116,8 @@ def audit_unit_run(*, unit_id: int) -> bool:
     """Sweep one unit and store its counts and candidates; False (a no-op) if it is stored already,
     gone, or its audit is not running. A unit past MAX_CHUNK_ATTEMPTS fails its audit."""
     claimed = AuditUnit.objects.filter(pk=unit_id, stored=False, audit__status=Audit.Status.RUNNING)
-    if not claimed.update(attempts=F("attempts") + 1, holder=leases.HOLDER, lease_until=leases.lease_until()):
+    if not claimed.update(attempts=F("attempts") + 1, holder=leases.HOLDER, lease_until=leases.lease_until(),
+                          received=messages.receipt()):
         return False
     unit = AuditUnit.objects.select_related("audit").get(pk=unit_id)
     if unit.attempts > MAX_CHUNK_ATTEMPTS:
@@ -233,10 +242,19 @@ def audit_units_requeue_lapsed() -> int:
     lapsed = AuditUnit.objects.filter(lease_until__lt=timezone.now(), stored=False,
                                       audit__status=Audit.Status.RUNNING).exclude(holder__in=leases.live_workers())
 
-    def publish(audit: tuple[int], ids: list[int]) -> None:
-        _enqueue(Audit(pk=audit[0]), ids, fail=False, first=True)
+    return leases.requeue_lapsed(lapsed, ("audit_id",), _publish_first, ("audit", "unit(s)"))
 
-    return leases.requeue_lapsed(lapsed, ("audit_id",), publish, ("audit", "unit(s)"))
+
+def _publish_first(audit: tuple[int], ids: list[int]) -> None:
+    _enqueue(Audit(pk=audit[0]), ids, fail=False, first=True)
+
+
+def audit_units_requeue_lost() -> int:
+    """The watchdog's lost-message rule for audits (as recovery.chunks_requeue_lost for chunks):
+    queue again, ahead of the queue, the units of running audits whose message was lost before any
+    lease named it (services/messages.py). Returns how many."""
+    return leases.requeue_lapsed(messages.LOST.rows(AuditUnit, recovery.queued_messages), ("audit_id",), _publish_first,
+                                 ("audit", "unit(s)"), why=leases.LOST)
 
 
 def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
@@ -244,6 +262,6 @@ def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
     """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
     --wait`), running the watchdog's rules for audits as recovery.wait_for says; the audit as it is then."""
     return recovery.wait_for(lambda: Audit.objects.get(pk=audit_id), lambda a: a.status != Audit.Status.RUNNING,
-                             lambda: audit_units_requeue_lapsed() + audits_resume_stalled(stalled_for=stalled_for,
-                                                                                           audit_id=audit_id),
+                             lambda: (audit_units_requeue_lapsed() + audit_units_requeue_lost()
+                                      + audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)),
                              stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)

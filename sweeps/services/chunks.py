@@ -27,7 +27,7 @@ from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS, KEY_CHARS, KIND_CHARS, LABEL_CHARS, MAX_CHUNK_ATTEMPTS, QID_CHARS
 from sweeps.models import Chunk, Question, Scenario, Sweep, take
 from sweeps.schema import JSON_FIELDS, SCENARIO_COLUMNS, record_row
-from sweeps.services import leases, lifecycle, taskqueue
+from sweeps.services import leases, lifecycle, messages, taskqueue
 
 
 class Claimed(NamedTuple):
@@ -62,9 +62,10 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[Claimed]:
         # Locked in ID order, as stores and resumes lock chunks: an UPDATE alone goes in the
         # planner's order, which could cross a resume's (a deadlock on PostgreSQL).
         targets = f"SELECT id FROM {table} WHERE id IN ({marks}) ORDER BY id FOR NO KEY UPDATE"
-    sql = (f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s "
-           f"WHERE id IN ({targets}) AND stored = %s")
-    params: list[Any] = [leases.HOLDER, conn.ops.adapt_datetimefield_value(leases.lease_until()), *ids, False]
+    sql = (f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s, "
+           f"received = COALESCE(received, %s) WHERE id IN ({targets}) AND stored = %s")
+    params: list[Any] = [leases.HOLDER, conn.ops.adapt_datetimefield_value(leases.lease_until()), messages.now_us(),
+                         *ids, False]
     if fresh:
         sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"
         params += [*ids, False]

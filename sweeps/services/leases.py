@@ -42,6 +42,7 @@ from django.utils import timezone
 
 from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
 from sweeps.models import Audit, AuditUnit, Chunk, Lease, Sweep
+from sweeps.services import messages
 
 log = logging.getLogger(__name__)
 
@@ -59,32 +60,35 @@ def lease_until(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=LEASE_SECONDS)
 
 
-def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER) -> int:
+def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER,
+                 receipt: bool = False) -> int:
     """Renew (or take) the leases of the chunks and audit units whose messages `holder` has in hand;
-    how many. Stored ones are left alone (their lease ended with the store), and so is the work of
-    a sweep or audit that is not running (a cancelled sweep's messages still arrive: a lease taken
-    then would never be ended, and the leader's every round would read it)."""
+    how many; with `receipt` (a worker receiving their message), their message is marked received
+    too (services/messages.py). Stored ones are left alone (their lease ended with the store), and
+    so is the work of a sweep or audit that is not running (a cancelled sweep's messages still
+    arrive: a lease taken then would never be ended, and the leader's every round would read it)."""
     n = 0
+    also = {"received": messages.receipt()} if receipt else {}
     if chunk_ids:
         n += _renew(Chunk.objects.filter(pk__in=list(chunk_ids), stored=False, sweep__status=Sweep.Status.RUNNING),
-                    holder)
+                    holder, also)
     if unit_ids:
         n += _renew(AuditUnit.objects.filter(pk__in=list(unit_ids), stored=False,
-                                             audit__status=Audit.Status.RUNNING), holder)
+                                             audit__status=Audit.Status.RUNNING), holder, also)
     return n
 
 
-def _renew(rows: QuerySet[Any], holder: str) -> int:
+def _renew(rows: QuerySet[Any], holder: str, also: dict[str, Any]) -> int:
     """Lease the rows no other transaction has locked (SKIP LOCKED on PostgreSQL; SQLite has one
     writer), never waiting for one. A locked row is being stored (its lease ends with the store)
     or claimed (the claim takes the lease): a renewal that waited for it could close a cycle with the
     task storing it, which locks its chunks one by one (a PostgreSQL deadlock: the task then waited
     the 1 s deadlock_timeout before the database broke it, seen as 1.1 s messages among 0.06 s ones)."""
     if not connection.features.has_select_for_update_skip_locked:  # SQLite: one writer, nothing to skip
-        return rows.update(holder=holder, lease_until=lease_until())
+        return rows.update(holder=holder, lease_until=lease_until(), **also)
     with transaction.atomic():  # one UPDATE, of the rows its subquery locked in ID order
         locked = rows.select_for_update(skip_locked=True, no_key=True, of=("self",)).order_by("pk").values("pk")
-        return rows.model.objects.filter(pk__in=locked).update(holder=holder, lease_until=lease_until())
+        return rows.model.objects.filter(pk__in=locked).update(holder=holder, lease_until=lease_until(), **also)
 
 
 def end(rows: QuerySet[Any], **also: Any) -> int:
@@ -93,15 +97,22 @@ def end(rows: QuerySet[Any], **also: Any) -> int:
     return rows.update(holder="", lease_until=None, **also)
 
 
+# Why the watchdog queues rows again, in its log line: their lease ran out with their worker's (the
+# lease rule), or their message was lost before any lease named it (services/messages.py).
+LAPSED = "the lease of {holders} ran out"
+LOST = "their message was lost before any lease named it (a worker died as it took it, or the broker lost it)"
+
+
 def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
-                   publish: Callable[[tuple[Any, ...], list[int]], None], what: tuple[str, str]) -> int:
-    """The watchdog's lease rule, for chunks and audit units alike: per parent (a sweep, an audit:
+                   publish: Callable[[tuple[Any, ...], list[int]], None], what: tuple[str, str],
+                   why: str = LAPSED) -> int:
+    """The watchdog's lease and lost-message rules, for chunks and audit units alike: per parent (a sweep, an audit:
     `parent` names its ID field first, then what `publish` needs of it), take the `lapsed` rows no
     other watchdog holds (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), end their
     leases and publish them, in one transaction: published before the commit, so a worker that gets
     a message first waits for these rows' locks in its claim, and a publish that fails leaves the
     leases lapsed (the next round tries again). `what` names them in the log: ("sweep", "chunk(s)"),
-    ("audit", "unit(s)"). Returns how many rows were queued."""
+    ("audit", "unit(s)"); `why` says why in it (LAPSED, LOST). Returns how many rows were queued."""
     n = 0
     for key in sorted(lapsed.values_list(*parent).order_by().distinct()):
         try:
@@ -119,8 +130,8 @@ def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
                         key[0], what[1], type(e).__name__, e)
             continue
         holders = ", ".join(sorted({h for _, h in taken}))
-        log.warning("%s %s: the lease of %s ran out: %d %s queued again ahead of the queue: %s", what[0], key[0],
-                    holders or "a worker", len(ids), what[1], " ".join(map(str, ids)))
+        log.warning("%s %s: %s: %d %s queued again ahead of the queue: %s", what[0], key[0],
+                    why.format(holders=holders or "a worker"), len(ids), what[1], " ".join(map(str, ids)))
         n += len(ids)
     return n
 

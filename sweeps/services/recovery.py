@@ -4,7 +4,9 @@ Rules:
 - The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py). Its first
   rule, `chunks_requeue_lapsed` (every LEASE_RENEW_SECONDS, leases.requeue_lapsed): a chunk whose
   lease ran out unstored with its worker's (the worker died with the message) is queued again ahead
-  of the queue, within seconds of the death. Its second, the stall rule `sweeps_resume_stalled`
+  of the queue, within seconds of the death. Its lost-message rule, `chunks_requeue_lost` (every
+  LEASE_RENEW_SECONDS too): a chunk whose message was lost before any lease named it
+  (services/messages.py) is queued again so. Its last, the stall rule `sweeps_resume_stalled`
   (every quarter of the stall period, 0.25 to 15 s): a running sweep that for a
   while stored nothing and had no chunk under a lease, with nothing left in the queue, lost
   messages no worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
@@ -34,7 +36,7 @@ from sweeps import selectors
 from sweeps.configs import check
 from sweeps.limits import POLL_SECONDS
 from sweeps.models import Chunk, Question, Sweep, take
-from sweeps.services import leases, lifecycle, taskqueue
+from sweeps.services import leases, lifecycle, messages, taskqueue
 from sweepsite.celery import app
 
 T = TypeVar("T")
@@ -175,11 +177,26 @@ def chunks_requeue_lapsed() -> int:
     lapsed = Chunk.objects.filter(lease_until__lt=timezone.now(), stored=False,
                                   sweep__status=Sweep.Status.RUNNING).exclude(holder__in=leases.live_workers())
 
-    def publish(sweep: tuple[int, int], ids: list[int]) -> None:
-        # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
-        taskqueue.enqueue(Sweep(pk=sweep[0], depth=sweep[1]), chunk_ids=ids, fail_sweep=False, first=True)
+    return leases.requeue_lapsed(lapsed, ("sweep_id", "sweep__depth"), _publish_first, ("sweep", "chunk(s)"))
 
-    return leases.requeue_lapsed(lapsed, ("sweep_id", "sweep__depth"), publish, ("sweep", "chunk(s)"))
+
+def _publish_first(sweep: tuple[int, int], ids: list[int]) -> None:
+    # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
+    taskqueue.enqueue(Sweep(pk=sweep[0], depth=sweep[1]), chunk_ids=ids, fail_sweep=False, first=True)
+
+
+def chunks_requeue_lost() -> int:
+    """The watchdog's lost-message rule: queue again, ahead of the queue, the unstored chunks of
+    running sweeps whose message was lost before any lease named it (a worker killed as it took the
+    message, a broker that came back empty: services/messages.py), within seconds of the loss. As
+    the lease rule, each is queued once however many watchdogs look. Returns how many chunks."""
+    lost = messages.LOST.rows(Chunk, queued_messages)
+    return leases.requeue_lapsed(lost, ("sweep_id", "sweep__depth"), _publish_first, ("sweep", "chunk(s)"),
+                                 why=leases.LOST)
+
+
+# Per process: whether the last read of the task queue failed (its warning is logged once).
+_BROKER_AWAY: list[bool] = []
 
 
 def queued_messages() -> int | None:
@@ -192,9 +209,12 @@ def queued_messages() -> int | None:
                 ok = channel.queue_declare(queue=str(app.conf.task_default_queue), passive=True)
             except (ChannelError, *conn.channel_errors):
                 return 0  # no such queue: transports drop an empty queue, or none was declared yet
+            _BROKER_AWAY.clear()
             return int(ok.message_count)
     except Exception as e:  # noqa: BLE001 - unreachable broker: ask again at the next round
-        log.warning("the stall watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
+        if not _BROKER_AWAY:  # once until it answers again: the lost-message rule asks every round
+            log.warning("the watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
+        _BROKER_AWAY.append(True)
         return None
 
 
@@ -212,7 +232,8 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
         return state
 
     return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    lambda: chunks_requeue_lapsed() + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id),
+                    lambda: (chunks_requeue_lapsed() + chunks_requeue_lost()
+                             + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)),
                     stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
 
 

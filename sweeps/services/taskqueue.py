@@ -9,23 +9,29 @@ Rules:
   sweep with a message saying so (its resume button enqueues again once the broker is back), an
   answer notes it on the sweep; then the error is raised for the caller to report. The stall
   watchdog passes `fail_sweep=False`: its sweep stays running and its next round tries again.
-- Two priorities: chunks and audit units queued again after their worker died (`first=True`) go ahead of the queue,
-  so a chunk interrupted early in a long sweep does not wait for the rest of it; every other message
-  waits its turn (NORMAL). Lower runs sooner, as on Redis (kombu checks its priority lists from 0);
-  the filesystem broker (sweepsite/broker.py) orders its file names so; a broker without priorities
-  (an AMQP queue without x-max-priority) keeps them in order, which is only slower.
+- Priorities 0 to PRIORITIES - 1, lower sooner, as on Redis (kombu checks its priority lists from 0;
+  settings gives it one list per priority); the filesystem broker (sweepsite/broker.py) orders its
+  file names so; a broker without priorities (an AMQP queue without x-max-priority) keeps them in
+  order, which is only less fair. Chunks and audit units queued again after their message was lost
+  (`first=True`) go ahead of everything (FIRST), so lost work does not wait for the rest of a long
+  sweep. Every other message gets its owner's fair share (`priority_for`): its level rises with the
+  owner's work queued ahead of it, so one owner's big sweep does not starve another's small one.
+- Every chunk and unit message is stamped in the database before it leaves (services/messages.py):
+  the database knows what is queued, the broker only wakes workers.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import Max
 
-from sweeps.limits import MAX_CHUNKS_PER_TASK, MESSAGE_SHARE, TAIL_SHARE
-from sweeps.models import Chunk, Sweep, take
+from sweeps.limits import AUDIT_UNIT_ROWS, MAX_CHUNKS_PER_TASK, MESSAGE_SHARE, PRIORITIES, SHARE_ROWS, TAIL_SHARE
+from sweeps.models import Audit, AuditUnit, Chunk, Sweep, take
+from sweeps.services import messages as stamps
 from sweepsite.celery import app
 
 log = logging.getLogger(__name__)
@@ -37,13 +43,45 @@ QUESTION_RESUME = "sweeps.tasks.question_resume"
 AUDIT_UNIT_RUN = "sweeps.tasks.audit_unit_run"
 
 
-# Message priorities (see the rules): recovered chunks, everything else.
+# Message priorities (see the rules): lost work queued again; the first level of a fair share,
+# which messages with nothing of their owner's queued ahead get (and question resumes).
 FIRST = 0
-NORMAL = 5
+NORMAL = 1
+
+
+def priority_for(ahead: float) -> int:
+    """A fair share's priority for a message with `ahead` estimated rows of its owner's work queued
+    before it: NORMAL up to SHARE_ROWS, one level later each time that doubles, at most the last."""
+    return min(NORMAL + int(math.log2(1 + max(ahead, 0) / SHARE_ROWS)), PRIORITIES - 1)
+
+
+def owner_backlog(user_id: int | None, *, but_sweep: int | None = None, but_audit: int | None = None) -> float:
+    """The estimated rows of an owner's work queued and not stored (their running sweeps' chunks,
+    their running audits' units), leaving out one sweep or audit (the one being queued). A user of
+    None is the command line's, one owner."""
+    ahead = 0.0
+    sweeps = Sweep.objects.filter(created_by_id=user_id, status=Sweep.Status.RUNNING).exclude(pk=but_sweep)
+    for sweep in sweeps.only("pk", "depth"):
+        ids = list(Chunk.objects.filter(sweep_id=sweep.pk, stored=False, queued__isnull=False)
+                   .values_list("pk", flat=True))
+        ahead += sum(cost for _, cost in chunk_costs(sweep, ids))
+    units = AuditUnit.objects.filter(audit__created_by_id=user_id, audit__status=Audit.Status.RUNNING,
+                                     stored=False, queued__isnull=False).exclude(audit_id=but_audit)
+    return ahead + units.count() * AUDIT_UNIT_ROWS
+
+
+def priorities(costs: Sequence[float], ahead: float) -> list[int]:
+    """The fair-share priority of each message of a batch, whose estimated rows are `costs` in
+    publishing order, with `ahead` rows of its owner's queued before the first."""
+    levels = []
+    for cost in costs:
+        levels.append(priority_for(ahead))
+        ahead += cost
+    return levels
 
 
 def priority(first: bool) -> int:
-    """A message's priority: FIRST (work queued again after its worker died) or NORMAL."""
+    """The priority of a message that is not part of a fair share: FIRST (lost work queued again) or NORMAL."""
     return FIRST if first else NORMAL
 
 
@@ -127,13 +165,20 @@ def chunk_costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]
 
 def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
             fail_sweep: bool = True, first: bool = False) -> None:
-    """Publish the tasks of these chunks (dealt by `deal`; with `first`, ahead of the queue) and
-    question resumes (see the rules)."""
-    messages = deal(chunk_costs(sweep, chunk_ids))
+    """Stamp and publish the tasks of these chunks (dealt by `deal`; with `first`, ahead of the
+    queue, else at their owner's fair share) and question resumes (see the rules)."""
+    weighed = chunk_costs(sweep, chunk_ids)
+    messages = deal(weighed)
+    if first or not messages:
+        levels = [FIRST if first else NORMAL] * len(messages)
+    else:
+        cost = dict(weighed)
+        levels = priorities([sum(cost[pk] for pk in batch) for batch in messages],
+                            owner_backlog(sweep.created_by_id, but_sweep=sweep.pk))
+    stamps.stamp(Chunk, list(zip(messages, levels, strict=True)))
     try:
         with app.producer_or_acquire() as producer:
-            level = priority(first)
-            for batch in messages:
+            for batch, level in zip(messages, levels, strict=True):
                 if len(batch) == 1:
                     publish(CHUNK_RUN, (batch[0],), producer, level)
                 else:

@@ -9,6 +9,8 @@
   SIGKILL one pool process of, or whole (main process and pool); all stopped at the end. A worker
   started on another queue (`queue=`) waits there as a warm spare until `consume` points it at the
   test's queue (Celery's remote control), so a replacement takes a killed worker's place at once.
+- `Lab` (`filesystem_lab`, `redis_lab`): a private broker of either kind, this process pointed at it,
+  and the workers started on it, with the stall period a test asks for.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from agentcore import jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import workers as sweepworkers
+from sweeps.limits import PRIORITIES
 from sweepsite.celery import app
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -308,3 +311,57 @@ def record_key(config: int, r: Any) -> tuple:
     """What a stored scenario row and an agentcore record must agree on."""
     return (config, r.first_point, r.first_kind, r.first_label, r.second_point or 0, r.second_kind or "",
             r.second_label or "", r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus, r.status)
+
+
+class Lab:
+    """A broker of the test's own, this process's Celery app pointed at it, and workers started on it."""
+
+    def __init__(self, folder: Path, env: dict[str, str], redis: PrivateRedis | None = None) -> None:
+        self.folder, self.env, self.redis = folder, env, redis
+        self.pools: list[Workers] = []
+
+    def workers(self, **kw: Any) -> Workers:
+        env = {**self.env, **kw.pop("env", {})}
+        w = Workers(self.folder / f"w{len(self.pools)}", env, **kw)
+        w.folder.mkdir()
+        self.pools.append(w)
+        return w
+
+    def stop(self) -> None:
+        for w in self.pools:
+            w.stop()
+
+    def logs(self) -> str:
+        return "\n".join(w.log_text() for w in self.pools)
+
+
+@contextmanager
+def filesystem_lab(folder: Path, stall: float) -> Iterator[Lab]:
+    """The embedded default's broker (a filesystem folder in `folder`), its workers' stall period `stall`."""
+    options = filesystem_options(folder)
+    with private_broker("filesystem://", options, {"SWEEPSITE_VAR": str(folder),
+                                                   "SWEEPSITE_STALL_SECONDS": str(stall)}) as env:
+        lab = Lab(folder, env)
+        try:
+            yield lab
+        finally:
+            lab.stop()
+
+
+@contextmanager
+def redis_lab(folder: Path, stall: float) -> Iterator[Lab]:
+    """A private redis-server (never the shared one), stopped by its PID at the end; the transport's
+    options as settings.py makes them; the workers' stall period `stall`."""
+    redis = PrivateRedis(folder)
+    redis.start()
+    try:
+        options = {"visibility_timeout": 300, "priority_steps": list(range(PRIORITIES))}
+        with private_broker(redis.url, options, {"CELERY_BROKER_URL": redis.url,
+                                                 "SWEEPSITE_STALL_SECONDS": str(stall)}) as env:
+            lab = Lab(folder, env, redis)
+            try:
+                yield lab
+            finally:
+                lab.stop()
+    finally:
+        redis.stop()

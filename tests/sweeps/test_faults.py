@@ -52,7 +52,8 @@ from sweeps.models import Audit, AuditUnit, Chunk, Lease, Question, Scenario, Sw
 from sweeps.services import audits, chunks, launch, leases, lifecycle, questions, recovery, taskqueue
 from sweepsite.celery import app
 from tests.sweeps import _faults
-from tests.sweeps._faults import PrivateRedis, Workers, private_broker, reference
+from tests.sweeps._faults import Lab, Workers, filesystem_lab, private_broker, reference
+from tests.sweeps._faults import redis_lab as redis_lab_of
 from tests.sweeps._web import launch_data, member
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
@@ -80,56 +81,18 @@ def report(capsys: pytest.CaptureFixture[str], line: str) -> None:
         print(f"\n[faults] {line}", flush=True)
 
 
-class Lab:
-    """A broker of the test's own, this process's Celery app pointed at it, and workers started on it."""
-
-    def __init__(self, folder: Path, env: dict[str, str], redis: PrivateRedis | None = None) -> None:
-        self.folder, self.env, self.redis = folder, env, redis
-        self.pools: list[Workers] = []
-
-    def workers(self, **kw: Any) -> Workers:
-        env = {**self.env, **kw.pop("env", {})}
-        w = Workers(self.folder / f"w{len(self.pools)}", env, **kw)
-        w.folder.mkdir()
-        self.pools.append(w)
-        return w
-
-    def stop(self) -> None:
-        for w in self.pools:
-            w.stop()
-
-    def logs(self) -> str:
-        return "\n".join(w.log_text() for w in self.pools)
-
-
 @pytest.fixture
 def fs_lab(tmp_path: Path) -> Iterator[Lab]:
     """The embedded default's broker (a filesystem folder), private to the test."""
-    options = _faults.filesystem_options(tmp_path)
-    with private_broker("filesystem://", options, {"SWEEPSITE_VAR": str(tmp_path),
-                                                   "SWEEPSITE_STALL_SECONDS": str(STALL)}) as env:
-        lab = Lab(tmp_path, env)
-        try:
-            yield lab
-        finally:
-            lab.stop()
+    with filesystem_lab(tmp_path, STALL) as lab:
+        yield lab
 
 
 @pytest.fixture
 def redis_lab(tmp_path: Path) -> Iterator[Lab]:
     """A private redis-server (never the shared one), stopped by its PID at the end."""
-    redis = PrivateRedis(tmp_path)
-    redis.start()
-    try:
-        with private_broker(redis.url, {"visibility_timeout": 300}, {"CELERY_BROKER_URL": redis.url,
-                                                                     "SWEEPSITE_STALL_SECONDS": str(STALL)}) as env:
-            lab = Lab(tmp_path, env, redis)
-            try:
-                yield lab
-            finally:
-                lab.stop()
-    finally:
-        redis.stop()
+    with redis_lab_of(tmp_path, STALL) as lab:
+        yield lab
 
 
 @pytest.fixture
