@@ -259,3 +259,19 @@ def test_a_depth_3_sweep_on_postgresql_and_redis_stores_agentcore_s_table(celery
     sweep, result = depth3_through_workers(wait_until)
     assert sweep.table == [r.to_dict() for r in result.rows]
     assert Scenario.objects.filter(sweep=sweep).count() == result.scenarios
+
+
+def test_another_owners_small_sweep_is_not_starved_by_a_big_one(celery_workers, django_user_model, wait_until):
+    # The big sweep's messages are all queued first; the small one's go ahead of its tail
+    # (taskqueue.priority_for), so it is done while most of the big one is still to come.
+    big_owner = django_user_model.objects.create_user("big-owner", password="pw-big-123456")
+    small_owner = django_user_model.objects.create_user("small-owner", password="pw-small-123456")
+    table = sweep_configs.table_configs_for()
+    job = sweep_configs.builtin_job_source("triage")
+    keyless = [{"name": f"{c['name']}, keyless", "design": c["design"], "tracker": "keyless"} for c in table[:5]]
+    big = launch.sweep_create(user=big_owner, job_source=job, configs=table + keyless, depth=2)
+    small = launch.sweep_create(user=small_owner, job_source=job, configs=MARKERS, depth=2)
+    wait_until(status_is(small, Sweep.Status.DONE), what="the small sweep done")
+    left = Chunk.objects.filter(sweep=big, stored=False).count()
+    wait_until(status_is(big, Sweep.Status.DONE), what="the big sweep done")
+    assert left > big.total_chunks / 2, (left, big.total_chunks)
