@@ -78,6 +78,17 @@ def scenario_records(sweep_id: int) -> Iterator[ScenarioRecord]:
         yield row_record(instance_values(sc), timeline, effects)
 
 
+WITNESS = "this witness"
+
+
+def witness_cost(cfg: agentsweep.Config, second: int | None) -> int:
+    """The steps of the witness of `cfg` crashed once or (with `second`) twice; TooCostly past
+    WITNESS_STEPS."""
+    # A play of the run for its points, one for the truth its effects are checked against, and the
+    # replay's: the once scenario, and a twice scenario's play from the state its restart noted.
+    return cost.estimate(WITNESS, [(cfg, 3 if second is None else 4)], WITNESS_STEPS)
+
+
 def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs: int, first: int,
                    second: int | None, conditions: Conditions) -> tuple[agentsweep.Config, agentsweep.Played]:
     """One scenario of the audit (agentcore.audit), played again with its timeline: the job or its
@@ -91,11 +102,8 @@ def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs:
         raise ValueError(f"job {job.name} has no variant {variant!r}: {dict(skipped).get(variant, 'unknown')}")
     cfg = agentsweep.Config(by_name[variant], design(design_name), tracker, runs, "scripted",
                             **conditions._asdict())
-    # A play of the run for its points, one for the truth its effects are checked against, and the
-    # replay's: the once scenario, and a twice scenario's play from the state its restart noted.
-    what = "this witness"
-    cost.estimate(what, [(cfg, 3 if second is None else 4)], WITNESS_STEPS)
-    with cost.bounded(what, WITNESS_STEPS) as budget:
+    witness_cost(cfg, second)
+    with cost.bounded(WITNESS, WITNESS_STEPS) as budget:
         reached = len(agentsweep.points(cfg, budget=budget))
         if first > reached:
             raise ValueError(f"{cfg.label}: the uninterrupted run has {reached} crash points, not {first}")
