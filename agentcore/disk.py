@@ -54,6 +54,7 @@ MAX_STATES = 8
 MAX_TEARS = 4
 
 State = dict[str, bytes]  # path -> content: the files a crash leaves
+AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
 class OverBudget(Exception):
@@ -78,7 +79,6 @@ class WorkBudget:
         self.spent += states
         if self.bound is not None and self.spent > self.bound:
             raise OverBudget(self.spent, self.bound)
-AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
 def ram_dir() -> str | None:
@@ -151,8 +151,7 @@ class PowerCutDisk(MemoryFiles):
     """The page cache (inherited) over a durable layer; see the module's rules."""
 
     __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
-                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents", "reprs",
-                 )
+                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents", "reprs")
 
     def __init__(self, read: Iterable[str] = (), data: State | None = None, budget: WorkBudget | None = None) -> None:
         """`read`: the paths a load reads (the checkpoints); states that differ elsewhere (in temp

@@ -132,8 +132,9 @@ def run_steps(cfg: Config, bound: int | None = None) -> tuple[int, int]:
     power-cut state listed but the first two) with its effects unchecked, and its crash points as
     that count passes them: what a play of the run costs, found for about what the panic model's
     run costs. The points are `points(cfg)`'s but under a power cut without fsync, where a point
-    offers up to agentcore.disk.MAX_STATES states and the count at most two. OverBudget past `bound`. Under kill
-    the process's work is counted as under panic (the same operations, here in one process)."""
+    offers up to agentcore.disk.MAX_STATES states and the count at most two. OverBudget past
+    `bound`. Under kill the process's work is counted as under panic (the same operations, here in
+    one process)."""
     budget = WorkBudget(bound, dry=True)
     counted = replace(cfg, crash_model="panic") if cfg.crash_model == "kill" else cfg
     played = _Scenario(counted, (), Options(budget=budget), None, None, None, check=False).run()
