@@ -31,6 +31,7 @@ from typing import Any
 
 from agentcore import merge as merging
 from agentcore.config import Config
+from agentcore.disk import WorkBudget
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow, table_row
 from agentcore.scenario import Options, Played, play
@@ -64,9 +65,10 @@ def job_calls(cfg: Config) -> int:
     return (len(cfg.job.turns) + 1) * cfg.runs
 
 
-def points(cfg: Config, workdir: str | None = None) -> list[tuple[str, str]]:
-    """The crash points of the uninterrupted run, in order, as (kind, label)."""
-    p = play(cfg, (), Options(points=True), workdir)
+def points(cfg: Config, workdir: str | None = None, budget: WorkBudget | None = None) -> list[tuple[str, str]]:
+    """The crash points of the uninterrupted run, in order, as (kind, label); `budget` bounds its
+    steps (agentcore.disk)."""
+    p = play(cfg, (), Options(points=True, budget=budget), workdir)
     if p.status not in ("done", "failed"):  # a run that gave up for good has its points crashed too
         raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
     pts = p.processes[0].points
@@ -242,7 +244,8 @@ def resume(cfg: Config, durable: Durable | dict[str, Any], answers: dict[str, bo
 
 
 def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str, bool] | None = None,
-           once_answers: dict[str, bool] | None = None, third: int | None = None) -> Played:
+           once_answers: dict[str, bool] | None = None, third: int | None = None,
+           budget: WorkBudget | None = None) -> Played:
     """Play a scenario again, with its timeline and effects (sweeps are deterministic): crashed at
     `first`, and in a twice scenario at `second` of the restart, and in a thrice scenario (depth 3,
     the scripted person's) at `third` of the second restart, with the answers its questions got.
@@ -251,16 +254,19 @@ def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str
     scenario's restart, as the sweep started it: with a queue person that restart reaches
     `second` with the once scenario's answers (`once_answers`), which are not the twice
     scenario's own (an ask number can be both scenarios' with a different truth). A thrice
-    scenario starts from the state its twice scenario's restart noted at `third`, in the same way."""
+    scenario starts from the state its twice scenario's restart noted at `third`, in the same way.
+    `budget` bounds the steps of its plays, in all (agentcore.disk)."""
+    shown = Options(timeline=True, budget=budget)
     if second is None:
-        return play(cfg, (first,), Options(timeline=True), answers=answers)
-    once = play(cfg, (first,), Options(points=True, timeline=True, notes=True), answers=once_answers)
+        return play(cfg, (first,), shown, answers=answers)
+    noting = Options(points=True, timeline=True, notes=True, budget=budget)
+    once = play(cfg, (first,), noting, answers=once_answers)
     kind, note = _noted(cfg, once, 1, second, f"the restart after point {first}")
     if third is None:
-        return play_from_note(cfg, (first, second), kind, note, Options(timeline=True), None, answers)
-    twice = play_from_note(cfg, (first, second), kind, note, Options(points=True, timeline=True, notes=True), None)
+        return play_from_note(cfg, (first, second), kind, note, shown, None, answers)
+    twice = play_from_note(cfg, (first, second), kind, note, noting, None)
     kind3, note3 = _noted(cfg, twice, -1, third, f"the restart after points {first} and {second}")
-    return play_from_note(cfg, (first, second, third), kind3, note3, Options(timeline=True), None)
+    return play_from_note(cfg, (first, second, third), kind3, note3, shown, None)
 
 
 def _noted(cfg: Config, p: Played, process: int, point: int, what: str) -> tuple[str, Durable]:

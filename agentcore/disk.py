@@ -32,6 +32,13 @@ Rules (after ALICE's abstract persistence models and LazyFS; ../shared/design/CR
   cannot tell where it came from. So an fsync adds no crash point under panic (it changes nothing a
   process crash leaves), the chapter's two points per save (after the temp file's write, after the
   rename) stay its own, and with fsync on a power cut leaves nothing else: the chapter's table.
+- A play's work is counted in steps: a crash point passed (agentcore.scenario), a block of a file
+  written, and a legal state a power cut may leave, looked at before the sample (without fsync the
+  product of every unsynced file's contents, which grows with each job run). A `WorkBudget` (plain
+  data the caller passes in) is charged as the play goes, a point's states before they are listed,
+  and stops the play (`OverBudget`) past its bound. A `dry` budget lists no power-cut state but the
+  two first ones and counts the rest: the uninterrupted run's operations do not depend on the
+  states, so its count is exact and costs about what the panic model's run costs.
 """
 
 from __future__ import annotations
@@ -50,6 +57,30 @@ State = dict[str, bytes]  # path -> content: the files a crash leaves
 AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
+class OverBudget(Exception):
+    """A play would take more steps than its WorkBudget allows."""
+
+    def __init__(self, spent: int, bound: int) -> None:
+        super().__init__(f"more than {bound:,} steps of work ({spent:,} counted)")
+        self.spent, self.bound = spent, bound
+
+
+class WorkBudget:
+    """The steps plays may take (see the module's rules): `bound` (None: any number), the steps
+    charged so far (`spent`), and `dry` to count power-cut states without listing them. One budget
+    may be passed to several plays: it is charged across all of them."""
+
+    __slots__ = ("bound", "spent", "dry")
+
+    def __init__(self, bound: int | None = None, dry: bool = False) -> None:
+        self.bound, self.spent, self.dry = bound, 0, dry
+
+    def charge(self, states: int) -> None:
+        self.spent += states
+        if self.bound is not None and self.spent > self.bound:
+            raise OverBudget(self.spent, self.bound)
+
+
 def ram_dir() -> str | None:
     """A RAM-backed folder for real checkpoint files in sweeps, if the machine has one."""
     d = "/dev/shm"
@@ -62,10 +93,11 @@ class MemoryFiles:
     `version` counts the changes, so that a crash point can tell that a file operation (an fsync)
     changed nothing a crash leaves."""
 
-    __slots__ = ("data", "version", "offered", "in_save")
+    __slots__ = ("data", "version", "offered", "in_save", "budget")
 
-    def __init__(self, data: State | None = None) -> None:
+    def __init__(self, data: State | None = None, budget: WorkBudget | None = None) -> None:
         self.data: State = {} if data is None else data
+        self.budget = budget  # charged a step per block written
         self.version = 0
         self.offered = -1  # the version the last crash point offered
         self.in_save = False  # the last crash point was a file operation of the save under way
@@ -74,6 +106,8 @@ class MemoryFiles:
         return self.data.get(path)
 
     def write(self, path: str, data: bytes) -> None:
+        if self.budget is not None:
+            self.budget.charge(1 + len(data) // BLOCK)
         self.data[path] = data
         self.version += 1
 
@@ -119,10 +153,11 @@ class PowerCutDisk(MemoryFiles):
     __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
                  "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents", "reprs")
 
-    def __init__(self, read: Iterable[str] = (), data: State | None = None) -> None:
+    def __init__(self, read: Iterable[str] = (), data: State | None = None, budget: WorkBudget | None = None) -> None:
         """`read`: the paths a load reads (the checkpoints); states that differ elsewhere (in temp
-        files) are one scenario, as the module's rules say."""
-        super().__init__()
+        files) are one scenario, as the module's rules say. `budget`: charged for the blocks written
+        and the states looked at, before they are listed."""
+        super().__init__(budget=budget)
         self.read_paths = frozenset(read)
         self.names: dict[str, int] = {}  # path -> inode, as the process sees them
         self.durable_names: dict[str, int] = {}
@@ -147,6 +182,8 @@ class PowerCutDisk(MemoryFiles):
         return None if ino is None else self.inodes[ino]
 
     def write(self, path: str, data: bytes) -> None:
+        if self.budget is not None:
+            self.budget.charge(1 + len(data) // BLOCK)
         ino = self.names.get(path)
         if ino is None:
             ino = self.next_inode
@@ -238,6 +275,12 @@ class PowerCutDisk(MemoryFiles):
         if not self.pending_names and not self.pending:  # all durable: one state
             return [(self._key(now), "", now)]
         durable = {p: self.durable[i] for p, i in self.durable_names.items()}
+        if self.budget is not None:
+            self.budget.charge(self.count())
+            if self.budget.dry:
+                first = {self._key(now): now}
+                first.setdefault(self._key(durable), durable)
+                return [(key, describe(state, now), state) for key, state in first.items()]
         # The choices: a prefix of the folder's pending operations, then a content for each file.
         # Only the files a load reads tell states apart, so each assignment of them to files is
         # looked at once (`assignments`), the other files taking their durable content (a legal
@@ -260,6 +303,17 @@ class PowerCutDisk(MemoryFiles):
             state.update((p, c) for (p, _), c in zip(read, contents, strict=True))
             out[key] = state
         return [(key, describe(state, now), state) for key, state in out.items()]
+
+    def count(self) -> int:
+        """The legal post-crash states `_states` would look at here (before telling equal ones
+        apart), counted without listing them."""
+        total = 0
+        for read, _ in self.assignments:
+            n = 1
+            for _, i in read:
+                n *= len(self._contents(i))
+            total += n
+        return total
 
     def _seed(self, keys: list[frozenset[tuple[str, bytes]]]) -> int:
         """zlib.crc32 of repr([sorted(key) for key in keys]), the sample's seed, computed piece by

@@ -48,13 +48,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentcore import effects, kill
 from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
-from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, ram_dir
+from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, WorkBudget, ram_dir
 from agentcore.limits import MAX_GIVE_UP_RESTARTS
 from agentcore.loop import Loop, ToolGaveUp
 from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
@@ -73,6 +73,9 @@ class Options:
     timeline: bool = False  # the events as a timeline, and the tracker's effects at the end
     notes: bool = False  # the durable state at each point of the scenario's second process
     root: bool = False  # notes in the uninterrupted run's process too, with the saves made by each (Played.saved)
+    # The steps the play may take (agentcore.disk.WorkBudget), charged as it goes: a caller's bound
+    # on the work, not something the play keeps, so it takes no part in comparing options.
+    budget: WorkBudget | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -124,6 +127,20 @@ def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
     return scenario.world.tracker.effects
 
 
+def run_steps(cfg: Config, bound: int | None = None) -> tuple[int, int]:
+    """The steps of `cfg`'s uninterrupted run (agentcore.disk), counted by a dry WorkBudget (no
+    power-cut state listed but the first two) with its effects unchecked, and its crash points as
+    that count passes them: what a play of the run costs, found for about what the panic model's
+    run costs. The points are `points(cfg)`'s but under a power cut without fsync, where a point
+    offers up to agentcore.disk.MAX_STATES states and the count at most two. OverBudget past
+    `bound`. Under kill the process's work is counted as under panic (the same operations, here in
+    one process)."""
+    budget = WorkBudget(bound, dry=True)
+    counted = replace(cfg, crash_model="panic") if cfg.crash_model == "kill" else cfg
+    played = _Scenario(counted, (), Options(budget=budget), None, None, None, check=False).run()
+    return budget.spent, played.processes[0].count
+
+
 def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
     """The run ID process `process` (1: the scenario's first) proposes for job run `seq` (0-based).
 
@@ -136,10 +153,11 @@ def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
     return f"run-{seq + 1}" if process == 1 else f"run-{seq + 1}.p{process}"
 
 
-def _disk(cfg: Config, workdir: str | None, paths: list[str]) -> MemoryFiles | PowerCutDisk | OsFiles:
+def _disk(cfg: Config, workdir: str | None, paths: list[str],
+          budget: WorkBudget | None) -> MemoryFiles | PowerCutDisk | OsFiles:
     if cfg.crash_model == "power-cut":
-        return PowerCutDisk(read=paths)
-    return MemoryFiles() if workdir is None else OsFiles()
+        return PowerCutDisk(read=paths, budget=budget)
+    return MemoryFiles(budget=budget) if workdir is None else OsFiles()
 
 
 class _Folder:
@@ -182,7 +200,7 @@ class _Scenario:
         self.cfg, self.options = cfg, options
         self.check = check  # the effects against the truth (not the truth's own run: it is the truth)
         self.paths = [os.path.join(workdir or "", checkpoint_name(i)) for i in range(cfg.runs)]
-        self.disk = _disk(cfg, workdir, self.paths)
+        self.disk = _disk(cfg, workdir, self.paths, options.budget)
         files = start.files if start is not None else {}
         _lay_out(self.disk, self.paths, files)
         log: list[tuple[str, str]] | None = [] if options.timeline else None
@@ -303,6 +321,8 @@ class _Scenario:
     def point(self, kind: str, detail: str) -> None:
         """A crash point: one for each state a crash here may leave (agentcore.disk); a tracker's
         point is one: its crash is the tracker's, which leaves the agent's disk alone."""
+        if self.options.budget is not None:
+            self.options.budget.charge(1)
         if kind in TRACKER_KINDS:
             self.hook(kind, detail)
             return

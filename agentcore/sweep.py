@@ -59,10 +59,10 @@ from agentcore.chunks import (
     run_chunk,
 )
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
-from agentcore.disk import ram_dir
+from agentcore.disk import OverBudget, WorkBudget, ram_dir
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow
-from agentcore.scenario import Options, Played, play
+from agentcore.scenario import Options, Played, play, run_steps
 from agentcore.state import Durable
 
 DISKS = ("memory", "files")
@@ -417,6 +417,7 @@ def each_record(result: SweepResult) -> Iterable[ScenarioRecord]:
         yield from recs
 
 
-__all__ = ["DISKS", "PERSONS", "TABLE", "Chunk", "ChunkResult", "Config", "Options", "Played", "Resumed",
-           "SweepResult", "config_name", "each_record", "plan_chunks", "play", "play_from_note", "points", "replay",
-           "resume", "run_chunk", "run_chunks", "sweep", "table_configs"]
+__all__ = ["DISKS", "PERSONS", "TABLE", "Chunk", "ChunkResult", "Config", "Options", "OverBudget", "Played",
+           "Resumed", "SweepResult", "WorkBudget", "config_name", "each_record", "plan_chunks", "play",
+           "play_from_note", "points", "replay", "resume", "run_chunk", "run_chunks", "run_steps", "sweep",
+           "table_configs"]

@@ -7,7 +7,8 @@ Rules:
   bounds are sweeps.limits'. A fault is checked by agentcore.faults' parser (its message lists the
   spellings) and stored as written: plain ASCII, at most CONDITION_CHARS characters.
 - `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
-  uninterrupted run): launching stores it, the planned size counts it.
+  uninterrupted run): launching stores it, the planned size counts it (both within a bound of
+  work: sweeps.plan).
 - `agent_configs` turns a stored sweep into agentcore configurations (cached per process); every
   one of them carries the sweep's conditions.
 """
@@ -216,21 +217,29 @@ class ChunkPlan(NamedTuple):
     points: list[int]  # crash points per configuration
 
 
-def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
-               conditions: Conditions) -> ChunkPlan:
-    """Validate a sweep's settings and plan its chunks (every configuration under `conditions`).
-    Raises ValidationError."""
+def planned_configs(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
+                    conditions: Conditions) -> tuple[Job, list[dict[str, str]], list[agentsweep.Config]]:
+    """Validate a sweep's settings: its job, its configurations checked, and the agentcore
+    configurations whose uninterrupted runs list its chunks. Raises ValidationError."""
     job = clean_settings(job_source, depth, runs, person, source_name, conditions)
     clean = clean_configs(configs)
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
     cfgs = [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"],
                               **conditions._asdict()) for c in clean]
+    return job, clean, cfgs
+
+
+def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
+               conditions: Conditions, budget: agentsweep.WorkBudget | None = None) -> ChunkPlan:
+    """Validate a sweep's settings and plan its chunks (every configuration under `conditions`),
+    the plays charged to `budget` (agentcore.disk.WorkBudget). Raises ValidationError."""
+    job, clean, cfgs = planned_configs(job_source, configs, depth, runs, person, source_name, conditions)
     plan: list[agentsweep.Chunk] = []
     npoints: list[int] = []
     for i, cfg in enumerate(cfgs):
         try:
-            pts = agentsweep.points(cfg)
+            pts = agentsweep.points(cfg, budget=budget)
         except ValueError as e:
             raise ValidationError(str(e), code="job") from None
         npoints.append(len(pts))

@@ -106,6 +106,28 @@ PLAN_MIN_SAMPLES = 8
 DEFAULT_RATE = 2000.0
 RATE_SWEEPS = 20
 
+# --- work one request may do ---------------------------------------------------------------------
+
+# A request that plays scenarios (a witness, a stored scenario's timeline, the planned size, a
+# launch's planning) counts its work in agentcore's steps before it starts (sweeps.cost: a crash
+# point, a block written, a power-cut disk state looked at; one uninterrupted run counted without
+# listing the states), refuses past its bound, and stops there if the count was wrong. Steps run at
+# 150,000 to 500,000 a second on this 2-core machine (the slowest: a power cut without fsync, whose
+# states multiply with each job run), so a bound of 400,000 holds a web worker 3 s at most, a tenth
+# of gunicorn's timeout. The audit's witness links (2 job runs) are a few thousand steps for the
+# built-in job; a 6-run witness of it under a power cut without fsync is about 590,000, refused.
+WITNESS_STEPS = 400_000
+# A stored scenario's timeline is played again as a witness is (sweeps.replay.scenario_replay).
+TIMELINE_STEPS = WITNESS_STEPS
+# The planned size plays each configuration's run and some of its restarts (PLAN_BUDGET); only
+# people who may launch ask for it, and each answer is cached, so it may take twice a witness's
+# time: the chapter's table is about 33,000 steps, its 10-run table under a power cut with fsync
+# 141,000, at depth 3 598,000 (3.5 s here; its size then refuses it); one job run under a power
+# cut without fsync 196,000, and three 1,380,000, refused.
+PLAN_STEPS = 1_000_000
+# A launch plays each configuration's run once to list its chunks (and at depth 3 the planned size).
+LAUNCH_STEPS = PLAN_STEPS
+
 # --- progress and stalls -----------------------------------------------------------------------
 
 # Leases (services/leases.py): a worker takes a chunk's lease for LEASE_SECONDS when it receives

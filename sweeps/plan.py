@@ -1,7 +1,13 @@
 """The planned size of a sweep, before anything is stored or enqueued. Reads and writes nothing in
 the database: agentcore plays the crash points it needs (see sweeps.limits.PLAN_BUDGET): at depth 2
 each first point's restart, at depth 3 each second point's restart as well. A depth-3 sweep too big
-to store (sweeps.limits.MAX_DEPTH3_SCENARIOS) is refused here, before launching."""
+to store (sweeps.limits.MAX_DEPTH3_SCENARIOS) is refused here, before launching.
+
+Rules:
+- The planned size and a launch's planning know their work before they play (sweeps.cost): each
+  configuration's run counted once, times the plays they will make of it. Past PLAN_STEPS (a
+  launch: LAUNCH_STEPS) they are refused with the figure and the bound, and their plays stop there
+  if the count was wrong."""
 
 from __future__ import annotations
 
@@ -15,8 +21,17 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from agentcore import sweep as agentsweep
-from sweeps.configs import Conditions, chunk_plan, clean_configs, clean_settings, conditions_from
-from sweeps.limits import MAX_DEPTH3_SCENARIOS, PLAN_BUDGET, PLAN_MIN_SAMPLES
+from sweeps import cost
+from sweeps.configs import (
+    ChunkPlan,
+    Conditions,
+    chunk_plan,
+    clean_configs,
+    clean_settings,
+    conditions_from,
+    planned_configs,
+)
+from sweeps.limits import LAUNCH_STEPS, MAX_DEPTH3_SCENARIOS, PLAN_BUDGET, PLAN_MIN_SAMPLES, PLAN_STEPS
 from sweeps.models import Sweep
 
 
@@ -36,9 +51,9 @@ class Plan:
         return self.scenarios if self.exact else int(float(f"{self.scenarios:.3g}"))
 
 
-def _restart_points(cfg: agentsweep.Config, first: int) -> int:
+def _restart_points(cfg: agentsweep.Config, first: int, work: agentsweep.WorkBudget) -> int:
     """How many points the restart reaches after a crash at `first`: the chunk's twice scenarios."""
-    played = agentsweep.play(cfg, (first,), agentsweep.Options(points=True))
+    played = agentsweep.play(cfg, (first,), agentsweep.Options(points=True, budget=work))
     restart = played.processes[1].points if len(played.processes) > 1 else None
     return len(restart or ())
 
@@ -68,16 +83,16 @@ def _total(n: int, samples: int, count: Callable[[int], tuple[int, ...]]) -> tup
     return tuple(round(t + last) for t, last in zip(totals, got[at[-1]], strict=True))
 
 
-def _thrice_points(cfg: agentsweep.Config, first: int, samples: int) -> tuple[int, int]:
+def _thrice_points(cfg: agentsweep.Config, first: int, samples: int, work: agentsweep.WorkBudget) -> tuple[int, int]:
     """After a crash at `first`: the restart's points (the chunk's twice scenarios) and the points
     the restart after a second crash reaches, summed over them (its thrice scenarios), from
     `samples` of the second points, as agentcore.chunks.run_chunk plays them (from the state noted
     at the second point, or in full where the tracker crashes there)."""
-    once = agentsweep.play(cfg, (first,), agentsweep.Options(points=True, notes=True))
+    once = agentsweep.play(cfg, (first,), agentsweep.Options(points=True, notes=True, budget=work))
     if once.restarts is None:
         return 0, 0
     restart = once.processes[1].points or []
-    deeper = agentsweep.Options(points=True, notes=True)
+    deeper = agentsweep.Options(points=True, notes=True, budget=work)
 
     def third(q: int) -> tuple[int]:
         twice = agentsweep.play_from_note(cfg, (first, q), restart[q - 1][0], once.restarts[q - 1], deeper, None)
@@ -94,24 +109,58 @@ def _samples(depth: int, budget: int, configs: int, n: int) -> int:
     return max(PLAN_MIN_SAMPLES, share if depth == 2 else math.isqrt(share))
 
 
-@lru_cache(maxsize=32)
-def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int, runs: int, person: str,
-          budget: int, source_name: str, conditions: Conditions) -> Plan:
-    planned = chunk_plan(job_source, [{"name": n, "design": d, "tracker": t} for n, d, t in configs], depth, runs,
-                         person, source_name, conditions)
-    npoints = planned.points
+def _sampled(depth: int, budget: int, npoints: list[int]) -> tuple[bool, list[int]]:
+    """Whether the count samples, and the points of each level it plays per configuration."""
     # Counting exactly plays about n^depth steps for a configuration of n points (n^2: each first
     # point's restart; n^3: each second point's restart too).
     sampled = depth > 1 and sum(n ** depth for n in npoints) > budget
-    rows = []
-    for c, cfg, n in zip(planned.configs, planned.agent_configs, npoints, strict=True):
-        samples = _samples(depth, budget, len(planned.agent_configs), n) if sampled else EVERY
-        deeper: tuple[int, ...] = ()
-        if depth == 2:
-            deeper = _total(n, samples, lambda f, cfg=cfg: (_restart_points(cfg, f),))
-        elif depth == 3:
-            deeper = _total(n, samples, lambda f, cfg=cfg, k=samples: _thrice_points(cfg, f, k))
-        rows.append((c["name"], n, n + sum(deeper)))
+    return sampled, [_samples(depth, budget, len(npoints), n) if sampled else EVERY for n in npoints]
+
+
+def _plays(depth: int, budget: int, npoints: list[int]) -> list[int]:
+    """The plays of each configuration's run the count makes beyond its points and its truth: a
+    restart per first point counted, and at depth 3 one per second point counted of each (a
+    restart has about as many points as the run)."""
+    _, samples = _sampled(depth, budget, npoints)
+    levels = [len(_spread(n, k)) for n, k in zip(npoints, samples, strict=True)]
+    if depth == 2:
+        return levels
+    if depth == 3:
+        return [k * (1 + k) for k in levels]
+    return [0 for _ in npoints]
+
+
+def _cost(what: str, cfgs: list[agentsweep.Config], depth: int, budget: int, bound: int) -> int:
+    """The steps of planning `cfgs` at `depth` (sweeps.cost), refused past `bound`: each run played
+    for its points and for its truth, and as many times again as the count plays its restarts. The
+    points are the count's (sweeps.cost: a power cut without fsync offers more)."""
+    costs = cost.play_costs(what, [(cfg, 2) for cfg in cfgs], bound)
+    plays = _plays(depth, budget, [n for _, n in costs])
+    total = sum(steps * (2 + extra) for (steps, _), extra in zip(costs, plays, strict=True))
+    if total > bound:
+        raise cost.refusal(what, total, bound)
+    return total
+
+
+@lru_cache(maxsize=32)
+def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int, runs: int, person: str,
+          budget: int, source_name: str, conditions: Conditions) -> Plan:
+    named = [{"name": n, "design": d, "tracker": t} for n, d, t in configs]
+    what = "counting this sweep's planned size"
+    _cost(what, planned_configs(job_source, named, depth, runs, person, source_name, conditions)[2], depth, budget,
+          PLAN_STEPS)
+    with cost.bounded(what, PLAN_STEPS) as work:
+        planned = chunk_plan(job_source, named, depth, runs, person, source_name, conditions, work)
+        npoints = planned.points
+        sampled, samples_of = _sampled(depth, budget, npoints)
+        rows = []
+        for c, cfg, n, samples in zip(planned.configs, planned.agent_configs, npoints, samples_of, strict=True):
+            deeper: tuple[int, ...] = ()
+            if depth == 2:
+                deeper = _total(n, samples, lambda f, cfg=cfg: (_restart_points(cfg, f, work),))
+            elif depth == 3:
+                deeper = _total(n, samples, lambda f, cfg=cfg, k=samples: _thrice_points(cfg, f, k, work))
+            rows.append((c["name"], n, n + sum(deeper)))
     # A queue person's scenarios stop at open questions and go on after answers: an estimate.
     return Plan(sum(npoints), sum(r[2] for r in rows), not sampled and person == Sweep.Person.SCRIPTED,
                 tuple(rows))
@@ -124,8 +173,8 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
     sweep_create does, and so does a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios
-    (sweep_create asks this first at depth 3). Cached per process (the launch form asks on every
-    change)."""
+    (sweep_create asks this first at depth 3), and a count over PLAN_STEPS (cost.TooCostly).
+    Cached per process (the launch form asks on every change)."""
     given = conditions_from(conditions)
     clean_settings(job_source, depth, runs, person, source_name, given)
     key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
@@ -146,3 +195,14 @@ def depth3_check(*, job_source: str, configs: list[dict[str, str]], depth: int =
     if depth == 3:
         sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
                    source_name=source_name, **conditions)
+
+
+def launch_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
+                conditions: Conditions) -> ChunkPlan:
+    """chunk_plan within LAUNCH_STEPS: its cost (each configuration's run played for its points and
+    for its truth) known first; past the bound, cost.TooCostly (a ValidationError)."""
+    what = "planning this sweep's chunks"
+    cfgs = planned_configs(job_source, configs, depth, runs, person, source_name, conditions)[2]
+    cost.estimate(what, [(cfg, 2) for cfg in cfgs], LAUNCH_STEPS)
+    with cost.bounded(what, LAUNCH_STEPS) as work:
+        return chunk_plan(job_source, configs, depth, runs, person, source_name, conditions, work)

@@ -3,12 +3,14 @@ state, every scenario of a sweep as agentcore records. Writes nothing (services/
 replayed timeline).
 
 Sweeps are deterministic: a scenario replayed with its plan and the answers given is the scenario
-that was stored.
+that was stored. A replay for a request knows its cost first and stays within its bound
+(sweeps.cost: WITNESS_STEPS, TIMELINE_STEPS); past it, TooCostly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from agentcore import audit
@@ -16,7 +18,9 @@ from agentcore import sweep as agentsweep
 from agentcore.jobs import Job
 from agentcore.records import ScenarioRecord
 from agentcore.state import Durable
+from sweeps import cost
 from sweeps.configs import Conditions, agent_config, design
+from sweeps.limits import TIMELINE_STEPS, WITNESS_STEPS
 from sweeps.models import Question, Scenario, Sweep
 from sweeps.schema import SCENARIO_ORDER, instance_values, row_record
 
@@ -35,9 +39,11 @@ def check_pending_durables(sc: Scenario) -> None:
             check_durable(q.durable, f"question {q.pk} (scenario {sc.pk})")
 
 
-def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def scenario_replay(sc: Scenario, bound: int | None = TIMELINE_STEPS) -> tuple[list[dict[str, Any]],
+                                                                              list[dict[str, Any]]]:
     """Play a stored scenario again with agentcore (its plan and any answers given): the
-    timeline and the tracker's effects."""
+    timeline and the tracker's effects. Within `bound` steps (None: a command's, any number), or
+    TooCostly before it starts (or where the estimate was wrong, when it reaches the bound)."""
     def answers(**scenario: Any) -> dict[str, bool]:
         return {qid: bool(a) for qid, a in Question.objects.filter(answer__isnull=False, **scenario)
                 .values_list("qid", "answer")}
@@ -47,31 +53,58 @@ def scenario_replay(sc: Scenario) -> tuple[list[dict[str, Any]], list[dict[str, 
     if sc.second_point and sc.sweep.person == Sweep.Person.QUEUE:  # its restart went on with these
         once = answers(scenario__sweep_id=sc.sweep_id, scenario__config=sc.config,
                        scenario__first_point=sc.first_point, scenario__second_point=0)
-    played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
-                               sc.third_point or None)
+    if bound is None:
+        played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
+                                   sc.third_point or None)
+        return played.timeline or [], played.effects or []
+    what = f"replaying scenario {sc.pk}"
+    # A play of the run for the truth its effects are checked against, and the replay's: the once
+    # scenario, then from the states noted in its restarts. A queue person's run is costed to its
+    # end, as a truthful person's (a question pauses it sooner).
+    plays = 2 + bool(sc.second_point) + bool(sc.third_point)
+    cost.estimate(what, [(replace(cfg, person="scripted"), plays)], bound)
+    with cost.bounded(what, bound) as budget:
+        played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
+                                   sc.third_point or None, budget=budget)
     return played.timeline or [], played.effects or []
 
 
 def scenario_records(sweep_id: int) -> Iterator[ScenarioRecord]:
     """Every scenario of the sweep as an agentcore record, in the CLI's order, with its timeline and
-    effects (stored, or replayed as the CLI's are). A corrupt stored job raises CheckpointError."""
+    effects (stored, or replayed as the CLI's are, with no bound: a command's). A corrupt stored job
+    raises CheckpointError."""
     for sc in Scenario.objects.filter(sweep_id=sweep_id).select_related("sweep").order_by(*SCENARIO_ORDER):
-        timeline, effects = (sc.timeline, sc.effects) if sc.timeline is not None else scenario_replay(sc)
+        timeline, effects = (sc.timeline, sc.effects) if sc.timeline is not None else scenario_replay(sc, None)
         yield row_record(instance_values(sc), timeline, effects)
+
+
+WITNESS = "this witness"
+
+
+def witness_cost(cfg: agentsweep.Config, second: int | None) -> int:
+    """The steps of the witness of `cfg` crashed once or (with `second`) twice; TooCostly past
+    WITNESS_STEPS."""
+    # A play of the run for its points, one for the truth its effects are checked against, and the
+    # replay's: the once scenario, and a twice scenario's play from the state its restart noted.
+    return cost.estimate(WITNESS, [(cfg, 3 if second is None else 4)], WITNESS_STEPS)
 
 
 def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs: int, first: int,
                    second: int | None, conditions: Conditions) -> tuple[agentsweep.Config, agentsweep.Played]:
     """One scenario of the audit (agentcore.audit), played again with its timeline: the job or its
     variant, crashed at `first` and, in a twice scenario, at `second` of the restart. Raises
-    ValueError for a variant the job cannot have or a crash point the scenario never reaches."""
+    ValueError for a variant the job cannot have or a crash point the scenario never reaches, and
+    TooCostly for one over WITNESS_STEPS (before it starts, or where the estimate was wrong when
+    the plays reach it)."""
     made, skipped = audit.variants(job)
     by_name = {v.name: v.job for v in made}
     if variant not in by_name:
         raise ValueError(f"job {job.name} has no variant {variant!r}: {dict(skipped).get(variant, 'unknown')}")
     cfg = agentsweep.Config(by_name[variant], design(design_name), tracker, runs, "scripted",
                             **conditions._asdict())
-    reached = len(agentsweep.points(cfg))
-    if first > reached:
-        raise ValueError(f"{cfg.label}: the uninterrupted run has {reached} crash points, not {first}")
-    return cfg, agentsweep.replay(cfg, first, second)
+    witness_cost(cfg, second)
+    with cost.bounded(WITNESS, WITNESS_STEPS) as budget:
+        reached = len(agentsweep.points(cfg, budget=budget))
+        if first > reached:
+            raise ValueError(f"{cfg.label}: the uninterrupted run has {reached} crash points, not {first}")
+        return cfg, agentsweep.replay(cfg, first, second, budget=budget)

@@ -8,7 +8,8 @@ Rules:
   conditional UPDATE of an unstored unit and stored by a conditional UPDATE `... WHERE stored = false`:
   a redelivered or raced unit stores once, a stored one is a no-op. Work happens outside transactions.
 - "Done" is read from the database: every unit stored. The finish (idempotent: running -> done once)
-  replays the candidates of each broken subject's first breaking world to find its witness, once.
+  replays the candidates of each broken subject's first breaking world to find its witness, once;
+  a witness the witness page would refuse for its work (WITNESS_STEPS) is stored without its link.
 - Lost messages are found as a sweep's are. A unit is leased as a chunk is (services/leases.py):
   its claim takes the lease, its store and a resume end it, and the watchdog's leader queues again,
   ahead of the queue, the units whose lease ran out with their worker's (a whole worker killed:
@@ -36,7 +37,7 @@ from agentcore import audit as agentaudit
 from agentcore.jobs import JobError
 from agentcore.jobs import parse as parse_job
 from agentcore.world import MODES
-from sweeps import selectors
+from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
 from sweeps.limits import AUDIT_UNIT_ROWS, ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
@@ -151,6 +152,16 @@ def audit_unit_failed(*, unit_id: int, error: str) -> bool:
     return audit_failed(audit_id=audit_id, error=f"unit {world}, {design_name}, {tracker}: {error}")
 
 
+def _witness_link(wit: Any, cfg: Any) -> dict[str, str]:
+    """The witness page's link, or where that page would refuse it for its work, no link but why
+    (the page links only to what it shows)."""
+    try:
+        replay.witness_cost(cfg, wit.record.second_point)
+    except cost.TooCostly as e:
+        return {"link": "", "refused": " ".join(e.messages)}
+    return {"link": wit.link}
+
+
 def audit_finish(*, audit_id: int, site: str = "") -> bool:
     """If every unit is stored: find each broken subject's witness (replaying its first breaking
     world's candidates) and take the audit running -> done once. Whether it finished now."""
@@ -168,7 +179,8 @@ def audit_finish(*, audit_id: int, site: str = "") -> bool:
             wit = agentaudit.shortest(w, configs, names, s.cells[s.broken].candidates, site, a.pk)
             s.witness = wit
             witnesses[s.name] = {"world": wit.world, "variant": wit.variant, "record": wit.record.to_dict(),
-                                 "events": len(wit.timeline), "needed": wit.needed, "link": wit.link,
+                                 "events": len(wit.timeline), "needed": wit.needed,
+                                 **_witness_link(wit, configs[names.index(wit.variant)]),
                                  "lines": agentaudit.witness_lines(wit)}
     return take(Audit, audit_id, Audit.Status.DONE, sources=[Audit.Status.RUNNING], witnesses=witnesses,
                 finished_at=timezone.now())

@@ -7,10 +7,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
+from sweeps.configs import check, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
-from sweeps.plan import depth3_check
+from sweeps.plan import depth3_check, launch_plan
 from sweeps.services import lifecycle, taskqueue
 
 
@@ -35,7 +35,7 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
     name, notes = clean_name_notes(name, notes)
     depth3_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
                  source_name=source_name, **conditions)
-    planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
+    planned = launch_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
     owner_id = getattr(user, "pk", None)
     try:
         with transaction.atomic():

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from agentcore import jobs
-from sweeps import charts, limits, replay, selectors
+from sweeps import charts, cost, limits, replay, selectors
 from sweeps.forms import (
     HeatmapForm,
     WitnessForm,
@@ -129,10 +129,12 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
         scenario = selectors.scenario_get(scenario_id)
     except Scenario.DoesNotExist:
         raise Http404(f"no scenario {scenario_id}") from None
-    error = ""
+    error, status = "", 200
     timeline: Any = []
     try:
         timeline = timelines.scenario_timeline(scenario_id=scenario.pk)
+    except cost.TooCostly as e:  # the page without its timeline, answered as bad input is
+        error, status = " ".join(e.messages), 400
     except errors.STATE_ERRORS as e:  # a corrupt stored state; a stored job or sweep that no longer fits
         error = errors.state_error(e, f"scenario {scenario.pk}")
     if not _list_of_dicts(timeline):
@@ -149,7 +151,7 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
         "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
         "questions": scenario.questions.select_related("answered_by").defer("durable"),
         "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
-    })
+    }, status=status)
 
 
 def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -193,6 +195,8 @@ def witness(request: HttpRequest) -> HttpResponse:
                                             d["second"], d["conditions"])
     except ValueError as e:
         return bad_request(request, str(e))
+    except cost.TooCostly as e:
+        return bad_request(request, " ".join(e.messages))
     return render(request, "sweeps/witness.html", {
         "cfg": cfg, "played": played, "d": d, "job_name": job.name, "conditions": cfg.conditions, "error": "",
         **_timeline_context(played.timeline or [], played.effects or []),

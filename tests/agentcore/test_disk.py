@@ -1,9 +1,16 @@
 """The simulated disks: what a crash may leave after each file operation (agentcore.disk)."""
 
 import random
+import time
 import zlib
+from dataclasses import replace
 
-from agentcore.disk import BLOCK, MAX_STATES, MAX_TEARS, MemoryFiles, PowerCutDisk, tears
+import pytest
+
+from agentcore import designs
+from agentcore.disk import BLOCK, MAX_STATES, MAX_TEARS, MemoryFiles, OverBudget, PowerCutDisk, WorkBudget, tears
+from agentcore.jobs import load
+from agentcore.sweep import Config, points, replay, run_steps
 
 OLD, NEW = b'{"old": 1}', b'{"new": 2}'
 
@@ -168,3 +175,42 @@ def test_the_sample_s_seed_is_the_crc_of_the_states_repr_made_piece_by_piece():
         keys = [frozenset((f"run-{rnd.randint(1, 3)}.json'\\", rnd.randbytes(rnd.randint(0, 30)))
                           for _ in range(rnd.randint(0, 3))) for _ in range(rnd.randint(0, 5))]
         assert disk._seed(keys) == zlib.crc32(repr([sorted(k) for k in keys]).encode())
+
+
+# Work budgets: a play counts its steps (a crash point, a block written, a power-cut state looked at).
+
+def _no_fsync(runs):
+    return Config(load("triage"), designs.get("loop"), "keyed", runs, crash_model="power-cut", fsync=False)
+
+
+def test_a_power_cut_disk_charges_its_states_before_it_lists_them():
+    budget = WorkBudget(10)
+    disk = PowerCutDisk(read=["a", "b"], budget=budget)
+    disk.write("a", b"x" * (3 * BLOCK))
+    disk.write("b", b"y" * (3 * BLOCK))
+    # 4 blocks written each; a file holds nothing, 1 or 2 blocks, or all 3, under each prefix of the
+    # folder's creates: no file, a alone, both (1 + 4 + 4 * 4 states)
+    assert budget.spent == 8 and disk.count() == 21
+    with pytest.raises(OverBudget) as e:
+        disk.crash_states(False)
+    assert (e.value.spent, e.value.bound) == (29, 10) and disk.cached == []
+
+
+def test_a_dry_count_of_the_run_is_what_playing_it_charges():
+    for cfg in (_no_fsync(3), replace(_no_fsync(3), crash_model="panic"), replace(_no_fsync(2), fsync=True)):
+        played = WorkBudget()
+        assert points(cfg, budget=played) == points(cfg)  # a budget changes nothing it plays
+        steps, n = run_steps(cfg)
+        assert steps == played.spent
+        assert n == len(points(cfg)) or (cfg.crash_model == "power-cut" and not cfg.fsync)
+
+
+def test_a_budget_stops_a_play_whose_states_multiply_past_its_bound_at_once():
+    start = time.perf_counter()
+    with pytest.raises(OverBudget) as e:
+        run_steps(_no_fsync(10), 400_000)  # about 16 million steps
+    with pytest.raises(OverBudget):
+        points(_no_fsync(10), budget=WorkBudget(100_000))
+    with pytest.raises(OverBudget):
+        replay(_no_fsync(10), 1, budget=WorkBudget(100_000))
+    assert e.value.spent > 400_000 and time.perf_counter() - start < 10  # 2.5 s here; unbounded: minutes

@@ -11,6 +11,7 @@ import html
 import io
 import json
 import re
+import time
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
@@ -27,7 +28,7 @@ from agentcore.designs import DESIGNS
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
 from agentcore.world import MODES
-from sweeps import charts, exports, selectors
+from sweeps import charts, exports, limits, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
@@ -749,6 +750,39 @@ def test_timeline_is_replayed_when_not_stored(client):
     assert Scenario.objects.get(pk=sc.pk).timeline  # cached by the service
 
 
+# Work a request may not do: 10 job runs under a power cut without fsync (their disk states
+# multiply with each run; one play of the run is about 16 million steps).
+HEAVY = {"runs": 10, "crash_model": "power-cut", "fsync": False}
+REFUSED_SECONDS = 0.2  # the goal is 0.1 s; these refusals take about 0.01 s here
+
+
+def timed(call):
+    """A request's response and its seconds, after one request of the same client's apart (the
+    first request's own costs: templates, the session)."""
+    call()
+    start = time.perf_counter()
+    r = call()
+    return r, time.perf_counter() - start
+
+
+def test_a_timeline_whose_replay_is_over_its_bound_is_refused_at_once_saying_so(client):
+    s = _data.make_sweep(1, **HEAVY)
+    sc = _data.add(s, 0, 200, first_kind="reply-arrived", first_label="reply-arrived turn 1")
+    r, took = timed(lambda: client.get(reverse("sweeps:scenario", args=[sc.pk])))
+    page = html.unescape(text(r))
+    assert r.status_code == 400 and took < REFUSED_SECONDS, took
+    assert re.search(rf"replaying scenario {sc.pk} would take more than [\d,]+ steps of work", page)
+    assert f"the bound is {limits.TIMELINE_STEPS:,}" in page and 'id="timeline-error"' in page
+    assert Scenario.objects.get(pk=sc.pk).timeline is None
+
+
+def test_a_timeline_under_a_power_cut_without_fsync_is_replayed_within_its_bound(client):
+    s = _data.make_sweep(1, **HEAVY | {"runs": 3})
+    sc = _data.add(s, 0, 60)
+    r = client.get(reverse("sweeps:scenario", args=[sc.pk]))
+    assert r.status_code == 200 and 'class="ev-restart"' in text(r) and Scenario.objects.get(pk=sc.pk).timeline
+
+
 def test_timeline_with_a_corrupt_checkpoint_shows_an_error(client, sweep):
     sc = _data.add(sweep, 2, 1, status=Scenario.Status.WAITING)
     _data.question(sc, durable={"files": "garbage"})
@@ -1359,6 +1393,33 @@ def test_a_depth_3_launch_too_big_to_store_is_a_form_error_saying_its_size_and_s
     assert r.status_code == 400
     assert "scenarios at depth 3, more than the 1,000,000 a depth-3 sweep may have" in text(r)
     assert Sweep.objects.count() == Chunk.objects.count() == 0
+
+
+def test_a_planned_size_over_its_bound_is_refused_at_once_with_its_figure_and_the_bound(auth):
+    data = launch_data(runs="10", crash_model="power-cut", fsync="off")
+    r, took = timed(lambda: auth.post(reverse("sweeps:plan"), data))
+    (message,) = r.json()["errors"]
+    assert r.status_code == 400 and took < REFUSED_SECONDS, took
+    assert re.match(r"counting this sweep's planned size would take more than [\d,]+ steps of work", message)
+    assert f"the bound is {limits.PLAN_STEPS:,}" in message
+
+
+def test_a_planned_size_under_a_power_cut_without_fsync_is_counted_within_its_bound(auth):
+    r = auth.post(reverse("sweeps:plan"), launch_data(crash_model="power-cut", fsync="off"))
+    assert r.status_code == 200 and r.json()["chunks"] == 2040
+
+
+def test_a_launch_over_its_bound_is_a_form_error_at_once_with_its_figure_and_stores_nothing(auth):
+    r, took = timed(lambda: auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"],
+                                                                           trackers=["keyed"], **HEAVY_FORM)))
+    page = html.unescape(text(r))
+    assert r.status_code == 400 and took < REFUSED_SECONDS, took
+    assert re.search(r"planning this sweep's chunks would take more than [\d,]+ steps of work", page)
+    assert f"the bound is {limits.LAUNCH_STEPS:,}" in page
+    assert Sweep.objects.count() == Chunk.objects.count() == 0
+
+
+HEAVY_FORM = {"runs": "10", "crash_model": "power-cut", "fsync": "off"}
 
 
 def test_the_planned_size_of_a_depth_3_launch_counts_its_thrice_scenarios_or_refuses_it(auth):

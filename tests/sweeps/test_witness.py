@@ -4,6 +4,9 @@ parameters of the link the audit prints (agentcore.audit.link)."""
 from __future__ import annotations
 
 import html
+import re
+import time
+from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -11,6 +14,9 @@ from django.test import Client
 
 from agentcore import audit, designs, jobs
 from agentcore.sweep import Config, replay
+from sweeps import limits
+from sweeps import replay as replay_module
+from sweeps.services import audits
 from tests.sweeps._web import logged_in, member
 
 TRIAGE = jobs.load("triage")
@@ -81,3 +87,55 @@ def test_the_witness_needs_a_login_even_where_reading_is_public(settings):
     settings.SWEEPSITE_PUBLIC_READ = True
     r = Client().get("/witness/", {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3})
     assert r.status_code == 302 and "/accounts/login/" in r["Location"]
+
+
+# The issue's witness: 10 job runs under a power cut without fsync, whose disk states multiply with
+# each run (it held a web worker past gunicorn's 30 s before).
+HEAVY = {"job": "triage", "tracker": "keyed", "design": "loop", "runs": 10, "first": 200,
+         "crash_model": "power-cut", "fsync": "off"}
+REFUSED_SECONDS = 0.2  # the goal is 0.1 s; the refusal takes about 0.01 s here
+
+
+def _timed_get(client: Client, query: dict):
+    client.get("/witness/", {"job": "triage"})  # the first request's own costs (templates, the session) apart
+    start = time.perf_counter()
+    r = client.get("/witness/", query)
+    return r, time.perf_counter() - start
+
+
+@pytest.mark.django_db
+def test_a_witness_over_its_bound_is_refused_at_once_with_its_figure_and_the_bound(client):
+    r, took = _timed_get(client, HEAVY)
+    page = html.unescape(r.content.decode())
+    assert r.status_code == 400 and took < REFUSED_SECONDS, took
+    assert re.search(r"this witness would take more than [\d,]+ steps of work", page)
+    assert f"the bound is {limits.WITNESS_STEPS:,}" in page
+
+
+@pytest.mark.django_db
+def test_a_witness_under_its_bound_is_played_under_a_power_cut_without_fsync(client):
+    r = client.get("/witness/", HEAVY | {"runs": 3, "first": 60})
+    cfg = Config(TRIAGE, designs.get("loop"), "keyed", 3, crash_model="power-cut", fsync=False)
+    assert r.status_code == 200
+    assert f'<strong id="dups">{replay(cfg, 60).duplicates}</strong>' in r.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_witness_whose_estimate_is_wrong_stops_at_its_bound(client, monkeypatch):
+    monkeypatch.setattr(replay_module, "witness_cost", lambda cfg, second: 0)
+    monkeypatch.setattr(replay_module, "WITNESS_STEPS", 20_000)  # 4 runs' points alone are 20,704 steps
+    r, took = _timed_get(client, HEAVY | {"runs": 4})
+    page = html.unescape(r.content.decode())
+    assert r.status_code == 400 and took < 5 * REFUSED_SECONDS, took  # the bound's work (0.1 s), no more
+    assert re.search(r"this witness stopped after 20,[\d,]+ steps of work; the bound is 20,000", page)
+
+
+def test_the_audit_links_only_to_witnesses_its_page_would_play():
+    made, _ = audit.variants(TRIAGE)
+    names = [v.name for v in made]
+    for runs, linked in ((2, True), (10, False)):
+        cfgs = [Config(v.job, designs.get("loop"), "keyed", runs, crash_model="power-cut", fsync=False) for v in made]
+        wit = SimpleNamespace(record=SimpleNamespace(second_point=None), link="/witness/?x", variant=names[0])
+        shown = audits._witness_link(wit, cfgs[0])
+        assert bool(shown["link"]) is linked
+        assert linked or f"the bound is {limits.WITNESS_STEPS:,}" in shown["refused"]
