@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import time
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -24,7 +25,8 @@ from sweeps.models import Export, Sweep
 from sweeps.schema import LIST_FIELDS, SCENARIO_ORDER, row_fields
 from sweeps.services import export_files, taskqueue
 from sweeps.views import _common
-from tests.sweeps import _data
+from tests.sweeps import _data, _faults
+from tests.sweeps._faults import Workers, private_broker
 from tests.sweeps._web import exported, logged_in, member, record_enqueued
 
 
@@ -402,3 +404,39 @@ def test_a_worker_makes_the_file_while_the_pages_answer(celery_workers, wait_unt
     assert body(file) == synchronous(big, "csv", {})
     export = Export.objects.get(pk=pk)
     assert (export.rows_written, export.rows_total, export.attempts) == (60_000, 60_000, 1)
+
+
+@pytest.mark.faults
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_killed_mid_file_leaves_it_to_the_next_request_and_a_worker_makes_it_again(
+        tmp_path, monkeypatch, wait_until):
+    big = _data.big_sweep(configs_n=4, firsts=50, per_first=300)  # 60,000 rows: progress told every 20,000
+    worker_env = {"SWEEPSITE_VAR": str(tmp_path), "SWEEPSITE_STALL_SECONDS": "0"}
+    with private_broker("filesystem://", _faults.filesystem_options(tmp_path), worker_env) as env:
+        pool = Workers(tmp_path / "w", env, pool="solo", concurrency=1)
+        pool.folder.mkdir()
+        try:
+            (first,) = pool.start(1)
+            c = logged_in(member("vic", "viewer"))
+            pk = export_id_of(c.post(url_of(big)))
+            wait_until(lambda: Export.objects.filter(pk=pk, rows_written__gt=0).exists(), timeout=60,
+                       what="the export's first progress", interval=0.005)
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+            assert Export.objects.get(pk=pk).status == Export.Status.RUNNING
+            assert list((tmp_path / "exports").glob(f"{pk}.*.tmp"))  # half a file, never served
+            assert export_id_of(c.post(url_of(big))) == pk  # progress too recent: left alone
+            assert Export.objects.get(pk=pk).status == Export.Status.RUNNING
+            monkeypatch.setattr(export_files, "EXPORT_STALL_SECONDS", 0.5)
+            time.sleep(1)
+            assert export_id_of(c.post(url_of(big))) == pk  # lost now: queued again
+            assert Export.objects.get(pk=pk).status == Export.Status.PENDING
+            pool.start(1)
+            wait_until(lambda: Export.objects.get(pk=pk).status == Export.Status.READY, timeout=120,
+                       what="the export made again")
+        finally:
+            pool.stop()
+    export = Export.objects.get(pk=pk)
+    assert (export.attempts, export.rows_written) == (2, 60_000)
+    assert (tmp_path / export.path).read_bytes() == synchronous(big, "csv", {})
+    assert not list((tmp_path / "exports").glob(f"{pk}.*.tmp"))
