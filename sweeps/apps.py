@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_delete, post_migrate
 
 
 class SweepsConfig(AppConfig):
@@ -8,6 +8,10 @@ class SweepsConfig(AppConfig):
 
     def ready(self) -> None:
         from sweeps import roles
+        from sweeps.models import Export
+        from sweeps.services import export_files
 
         # The role groups (sweeps.roles), after auth has made this app's permissions.
         post_migrate.connect(roles.sync_groups, sender=self, dispatch_uid="sweeps.roles.sync_groups")
+        # An export's file goes with its row (its sweep deleted, or a newer export of the same rows).
+        post_delete.connect(export_files.file_removed, sender=Export, dispatch_uid="sweeps.export_files.file_removed")

@@ -21,8 +21,8 @@ Rules:
   written with a ' in front (`spreadsheet_cell`), which the program shows and does not run. Numbers
   are written as they are (a negative count stays a number). JSON, JSON lines and Markdown are
   written as they are.
-- Scenario rows are produced lazily, a few hundred rows per piece of text, so a streamed response
-  never holds 100,000 rows at once.
+- Scenario rows are produced lazily, a few hundred rows per piece of text, so the file a worker
+  writes them into (services/export_files.py) never has 800,000 rows in memory at once.
 """
 
 from __future__ import annotations

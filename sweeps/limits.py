@@ -195,3 +195,25 @@ LOCKOUT_MINUTES = 15
 # resume beyond it is refused with a message (settings.SWEEPSITE_MAX_RUNNING; 0: no limit). The
 # workers are shared; a few sweeps each already keep both cores of the machine busy.
 MAX_RUNNING_PER_USER = 3
+
+# --- exports -----------------------------------------------------------------------------------
+
+# The table's and the comparison's exports are made in the request: one row per configuration
+# (MAX_CONFIGS at most; a comparison has at most both sweeps' configurations), a few kilobytes. A
+# table with more rows than this is refused rather than made in a web process.
+MAX_SYNC_EXPORT_ROWS = 2 * MAX_CONFIGS
+# Scenario rows are exported into a file by a worker (services/export_files.py), read in pages of
+# this many rows (each page its own short query: no read held open across the whole export).
+EXPORT_PAGE_ROWS = 2000
+# The export's progress (rows written) is stored every this many rows, and with it the time its
+# stall is judged by: about twice a second at the rate measured on this 2-core machine (~30,000
+# rows/s).
+EXPORT_PROGRESS_ROWS = 20_000
+# An export not ready whose progress has not moved for this long is taken for lost (its worker or
+# its message gone): the next request for it queues it again. Far above a progress step's time on a
+# loaded machine.
+EXPORT_STALL_SECONDS = 60.0
+# The export's page reloads itself this often while the file is being made.
+EXPORT_REFRESH_SECONDS = 2
+# The canonical text of an export's filters (sweeps.forms.ScenarioFilterForm: 18 short fields).
+EXPORT_QUERY_CHARS = 1000

@@ -27,6 +27,9 @@ Rules:
   whether the edge was taken, so two racing writers take it once. An edge not in the table raises
   IllegalTransition (a bug, never a user error). A chunk has no status: its `stored` flag goes from
   false to true once, by the conditional UPDATE of services/chunks.py.
+- An export (scenario rows into a file, made by a worker: services/export_files.py) is one row per
+  sweep, format, filters and rows' version (`version`: what the rows were when it was asked for);
+  its identity is unique, so asking for it again finds the same row.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from django.db import models
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.config import conditions as agent_conditions
 from agentcore.faults import MODELS
-from sweeps.limits import CONDITION_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
+from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
 
 
 class IllegalTransition(RuntimeError):
@@ -350,11 +353,62 @@ class Lease(models.Model):
         return f"lease {self.name} ({self.holder} until {self.expires_at})"
 
 
-def take(model: type[Sweep | Scenario | Question | Audit], pk: int | list[int], to: str, *,
-         sources: Iterable[str] | None = None, **fields: Any) -> bool:
+class Export(models.Model):
+    """A file of a sweep's scenario rows, made by a worker (services/export_files.py) and served once
+    ready. Its identity (sweep, what, format, filters, rows' version) is unique: a repeated request
+    finds the row it made. `beat_at` moves with its progress; not ready and still for long, it is lost."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # its message is queued
+        RUNNING = "running"  # a worker writes its file
+        READY = "ready"
+        FAILED = "failed"
+
+    # pending -> pending and running -> pending: queued again once lost; running -> running: a
+    # worker takes it over from a lost one; failed -> pending: asked for again. Ready is final.
+    EDGES = {
+        Status.PENDING: frozenset({Status.PENDING, Status.RUNNING, Status.FAILED}),
+        Status.RUNNING: frozenset({Status.PENDING, Status.RUNNING, Status.READY, Status.FAILED}),
+        Status.FAILED: frozenset({Status.PENDING}),
+        Status.READY: frozenset(),
+    }
+
+    sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="exports")
+    what = models.CharField(max_length=20, default="scenarios")
+    fmt = models.CharField(max_length=10)
+    # The filters as canonical JSON (sorted keys): part of the identity, and what the worker applies.
+    query = models.CharField(max_length=EXPORT_QUERY_CHARS, blank=True)
+    # The sweep's rows when it was asked for: stored chunks and resumed questions (services/export_files.py).
+    version = models.CharField(max_length=40)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    rows_written = models.PositiveIntegerField(default=0)
+    rows_total = models.PositiveIntegerField(null=True, blank=True)
+    size = models.PositiveBigIntegerField(null=True, blank=True)
+    path = models.CharField(max_length=300, blank=True, help_text="the file, under settings.VAR_DIR")
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # The build writing it now (a token per claim): a build whose claim another took over stops.
+    holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    beat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["sweep", "what", "fmt", "query", "version"],
+                                               name="export_identity")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} (sweep {self.sweep_id} {self.what}.{self.fmt}, {self.status})"
+
+
+def take(model: type[Sweep | Scenario | Question | Audit | Export], pk: int | list[int], to: str, *,
+         sources: Iterable[str] | None = None, where: models.Q | None = None, **fields: Any) -> bool:
     """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with
-    it) if its status is one of `sources` (default: every source the model's EDGES lets reach `to`);
-    whether any moved.
+    it) if its status is one of `sources` (default: every source the model's EDGES lets reach `to`)
+    and it matches `where` (other columns' conditions, in the same UPDATE); whether any moved.
 
     One conditional UPDATE, so of two racing writers one takes the edge. Raises IllegalTransition
     if an edge sources -> to is not in the table."""
@@ -364,4 +418,6 @@ def take(model: type[Sweep | Scenario | Question | Audit], pk: int | list[int], 
     if illegal or not froms:
         raise IllegalTransition(f"{model.__name__}.status: no edge {', '.join(illegal) or '(nothing)'} -> {to}")
     rows = model.objects.filter(pk__in=pk) if isinstance(pk, list) else model.objects.filter(pk=pk)
+    if where is not None:
+        rows = rows.filter(where)
     return bool(rows.filter(status__in=froms).update(status=to, **fields))

@@ -23,6 +23,7 @@ from sweeps.limits import (
     ETA_MIN_SHARE,
     ETA_RANGE,
     ETA_WINDOW,
+    EXPORT_PAGE_ROWS,
     RATE_SWEEPS,
     RESUME_OFFER_SECONDS,
 )
@@ -381,17 +382,32 @@ def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
     return pg, [by_id[i] for i in pg.object_list if i in by_id]
 
 
-def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any], chunk_size: int = 2000) -> Iterator[dict[str, Any]]:
+def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any],
+                         chunk_size: int = EXPORT_PAGE_ROWS) -> Iterator[dict[str, Any]]:
     """The filtered scenario rows as agentcore record dicts (without timeline/effects, see
-    sweeps.schema.row_fields), streamed, after their sweep, configuration and its name."""
+    sweeps.schema.row_fields), streamed, after their sweep, configuration and its name.
+
+    Read in pages of `chunk_size` rows, each its own query for the rows after the last one read in
+    SCENARIO_ORDER (the identity, unique in a sweep: a keyset walking its index). No read stays open
+    between pages: the caller may write between them (on SQLite a connection holding an old read
+    cannot write once another has), and a running sweep's rows stored meanwhile after the place
+    reached are in the export, each row once."""
     names = sweep.configs
-    qs = (scenario_filter(sweep, filters).order_by(*SCENARIO_ORDER)
-          .values_list(*LIST_FIELDS[2:]))
-    for row in qs.iterator(chunk_size=chunk_size):
-        d = dict(zip(LIST_FIELDS[2:], row, strict=True))
-        cfg = d["config"]
-        yield {"sweep": sweep.pk, "config": cfg, "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "",
-               **row_fields(d)}
+    base = scenario_filter(sweep, filters).order_by(*SCENARIO_ORDER).values_list(*LIST_FIELDS[2:])
+    table = Scenario._meta.db_table
+    after = "({}) > (%s, %s, %s, %s)".format(", ".join(f'"{table}"."{c}"' for c in SCENARIO_ORDER))
+    last: list[Any] | None = None
+    while True:
+        page = list((base if last is None else base.extra(where=[after], params=last))[:chunk_size])
+        for row in page:
+            d = dict(zip(LIST_FIELDS[2:], row, strict=True))
+            cfg = d["config"]
+            yield {"sweep": sweep.pk, "config": cfg,
+                   "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "", **row_fields(d)}
+        if len(page) < chunk_size:
+            return
+        d = dict(zip(LIST_FIELDS[2:], page[-1], strict=True))
+        last = [d[c] for c in SCENARIO_ORDER]
 
 
 def scenario_get(scenario_id: int) -> Scenario:

@@ -17,12 +17,13 @@ Rules:
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import Task, shared_task
 from django.db import InterfaceError, OperationalError
 
-from sweeps.services import audits, chunks, questions, taskqueue
+from sweeps.services import audits, chunks, export_files, questions, taskqueue
 
 log = logging.getLogger(__name__)
 
@@ -65,16 +66,32 @@ def question_resume(question_id: int) -> bool:
     return questions.question_resume(question_id=question_id)
 
 
-class AuditUnitTask(Task):
-    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
-        unit_id = kwargs.get("unit_id", args[0] if args else None)
-        try:
-            audits.audit_unit_failed(unit_id=unit_id, error=f"{type(exc).__name__}: {exc}")
-        except Exception:  # noqa: BLE001 - the database itself may be what failed; the audit stays resumable
-            log.exception("audit unit %s: cannot record the failure", unit_id)
+def _failing_records(key: str, failed: Callable[..., Any], what: str) -> type[Task]:
+    """A task base for tasks of one ID (`key`): a failure past its retries is recorded by `failed`
+    (the audit or the export says it and can be asked for again)."""
+
+    class RecordsFailure(Task):
+        def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+            pk = kwargs.get(key, args[0] if args else None)
+            try:
+                failed(**{key: pk}, error=f"{type(exc).__name__}: {exc}")
+            except Exception:  # noqa: BLE001 - the database itself may be what failed; it stays resumable
+                log.exception("%s %s: cannot record the failure", what, pk)
+
+    return RecordsFailure
+
+
+AuditUnitTask = _failing_records("unit_id", audits.audit_unit_failed, "audit unit")
+ExportTask = _failing_records("export_id", export_files.export_failed, "export")
 
 
 @shared_task(name=taskqueue.AUDIT_UNIT_RUN, base=AuditUnitTask, **DELIVERY, **RETRY)
 def audit_unit_run(unit_id: int) -> bool:
     """Sweep and store one unit of an audit (no-op if it is stored already)."""
     return audits.audit_unit_run(unit_id=unit_id)
+
+
+@shared_task(name=taskqueue.EXPORT_BUILD, base=ExportTask, **DELIVERY, **RETRY)
+def export_build(export_id: int) -> bool:
+    """Write one export's file (no-op if it is ready, or another build holds it and makes progress)."""
+    return export_files.export_build(export_id=export_id)

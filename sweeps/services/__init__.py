@@ -1,6 +1,6 @@
 """Every write of the dashboard, by concern: launch, chunks, recovery, leases, lifecycle, questions,
-timelines, audits, users; taskqueue publishes their tasks. Reads are sweeps.selectors' (and sweeps.plan's,
-sweeps.replay's, which write nothing).
+timelines, audits, users, export_files; taskqueue publishes their tasks. Reads are sweeps.selectors'
+(and sweeps.plan's, sweeps.replay's, which write nothing).
 
 Rules:
 - Keyword-only functions taking IDs or plain values; views, tasks and commands call these and
@@ -22,5 +22,5 @@ Rules:
   audits.audits_resume_stalled).
 
 Import order, no cycles: leases, taskqueue <- lifecycle <- chunks <- questions; launch, recovery, timelines;
-recovery <- audits.
+recovery <- audits; taskqueue <- export_files.
 """

@@ -41,6 +41,7 @@ CHUNK_RUN = "sweeps.tasks.chunk_run"
 CHUNKS_RUN = "sweeps.tasks.chunks_run"
 QUESTION_RESUME = "sweeps.tasks.question_resume"
 AUDIT_UNIT_RUN = "sweeps.tasks.audit_unit_run"
+EXPORT_BUILD = "sweeps.tasks.export_build"
 
 
 # Message priorities (see the rules): lost work queued again; the first level of a fair share,

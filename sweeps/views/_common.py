@@ -1,5 +1,5 @@
-"""What every page module shares: access decorators, the 400 page, a sweep or 404, safe `next` and
-`back` parameters."""
+"""What every page module shares: access decorators, the 400 page, the 413 page of a table too large
+to export in a request, a sweep or 404, safe `next` and `back` parameters."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from sweeps.forms import (
     BackForm,
     ScenarioFilterForm,
 )
+from sweeps.limits import MAX_SYNC_EXPORT_ROWS
 from sweeps.models import Sweep
 
 View = Callable[..., HttpResponseBase]
@@ -80,6 +81,15 @@ def allow(request: HttpRequest, action: str, owner_id: int | None = None) -> Non
 
 def bad_request(request: HttpRequest, message: str, form: Any = None) -> HttpResponse:
     return render(request, "sweeps/bad_request.html", {"message": message, "form": form}, status=400)
+
+
+def too_many_rows(request: HttpRequest, rows: int) -> HttpResponse | None:
+    """The 413 page if a table to export in the request has more rows than MAX_SYNC_EXPORT_ROWS."""
+    if rows <= MAX_SYNC_EXPORT_ROWS:
+        return None
+    return render(request, "sweeps/bad_request.html", {
+        "title": "Too large", "message": f"{rows} rows: more than the {MAX_SYNC_EXPORT_ROWS} exported in a request"},
+        status=413)
 
 
 def sweep_or_404(sweep_id: int) -> Sweep:

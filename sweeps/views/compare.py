@@ -23,6 +23,7 @@ from sweeps.views._common import (
     read_access,
     sweep_or_404,
     table_titles,
+    too_many_rows,
     viewer_access,
 )
 
@@ -78,8 +79,12 @@ def compare_export(request: HttpRequest) -> HttpResponse:
     if pair is None:
         return bad_request(request, "choose two sweeps to compare (a and b)", form)
     a, b = pair
-    response = HttpResponse(exports.compare_csv(selectors.sweep_compare(a, b), a.pk, b.pk, conditions_of(a),
-                                                conditions_of(b), selectors.table_columns(a, b)),
+    rows = selectors.sweep_compare(a, b)
+    refused = too_many_rows(request, len(rows))
+    if refused is not None:
+        return refused
+    response = HttpResponse(exports.compare_csv(rows, a.pk, b.pk, conditions_of(a), conditions_of(b),
+                                                selectors.table_columns(a, b)),
                             content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="compare-sweep-{a.pk}-with-{b.pk}.csv"'
     return response

@@ -63,6 +63,16 @@ def download(page, link):
     return d.suggested_filename, Path(d.path()).read_text(encoding="utf-8")
 
 
+def export_download(page, link):
+    """Click a scenario export's link: ask for its file on the page it opens, wait there (the page
+    reloads itself while a worker writes the file) for the download link, and download it."""
+    link.click()
+    page.locator("#export-request button").click()
+    ready = page.locator("#export-download")
+    expect(ready).to_be_visible(timeout=60_000)
+    return download(page, ready)
+
+
 def reload_until(page, check, timeout=30.0, what="the page to change"):
     """Reload the page until check() is truthy (a worker updates the database meanwhile)."""
     deadline = time.monotonic() + timeout
@@ -341,7 +351,7 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
                                  *(exports.spreadsheet_cell(line) + ",panic,on,none,first,truthful,fixed,0"
                                    for line in cli[1:])]
 
-    name, text = download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/scenarios.csv']"))
+    name, text = export_download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/scenarios.csv']"))
     assert name == f"sweep-{sweep.pk}-scenarios.csv"
     lines = list(csv.reader(io.StringIO(text)))
     assert tuple(lines[0]) == exports.ROW_FIELDS
@@ -354,6 +364,7 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     assert dups == {exports.spreadsheet_cell(r.name): r.dups for r in expected}
 
     # The scenario list's filters, then its CSV link: only the rows shown.
+    page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     page.get_by_role("link", name="scenarios", exact=True).click()
     page.select_option("#id_config", label="save after the reply")  # the table's name for after-reply, keyed
     page.select_option("#id_has_dups", "yes")
@@ -361,7 +372,7 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     expect(page).to_have_url(re.compile(r"config=0.*has_dups=yes"))
     expect(page.locator("#count")).to_have_text(str(expected[0].with_dups))
     shot(page, "filtered-scenarios")
-    name, text = download(page, page.get_by_role("link", name="CSV", exact=True))
+    name, text = export_download(page, page.get_by_role("link", name="CSV", exact=True))
     lines = list(csv.reader(io.StringIO(text)))
     assert tuple(lines[0]) == exports.ROW_FIELDS and len(lines) - 1 == expected[0].with_dups
     col = {f: i for i, f in enumerate(lines[0])}

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+from django.urls import resolve, reverse
 
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Sweep
-from sweeps.services import chunks, launch, taskqueue
+from sweeps.services import chunks, export_files, launch, taskqueue
 
 MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 
@@ -98,3 +100,15 @@ def logged_in(user: Any) -> Any:
     if user is not None:
         c.force_login(user)
     return c
+
+
+def exported(c: Any, url: str) -> Any:
+    """A scenario export as its user gets it: asked for (POST), made here as its worker makes it
+    (export_files.export_build, the task's one call), then its file fetched (a FileResponse)."""
+    r = c.post(url)
+    assert r.status_code == 302, r
+    export_id = resolve(urlsplit(r["Location"]).path).kwargs["export_id"]
+    assert export_files.export_build(export_id=export_id)
+    file = c.get(reverse("sweeps:export_file", args=[export_id]))
+    assert file.status_code == 200 and file.streaming
+    return file

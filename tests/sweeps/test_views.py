@@ -34,7 +34,7 @@ from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, taskqueue
 from tests.sweeps import _data
-from tests.sweeps._web import launch_data, logged_in, member
+from tests.sweeps._web import exported, launch_data, logged_in, member
 
 pytestmark = pytest.mark.django_db
 
@@ -451,7 +451,7 @@ def test_a_queue_sweep_with_open_questions_shows_no_negative_number(auth, monkey
     assert not any(re.search(r">\s*-\d", page) for page in pages)
     table = auth.get(reverse("sweeps:progress", args=[sweep.pk])).json()["table"]
     assert all(c["value"] is None or c["value"] >= 0 for row in table["rows"] for c in row["cells"])
-    rows = b"".join(auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])).streaming_content)
+    rows = b"".join(exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])).streaming_content)
     assert all((x["calls_plus"] or 0) >= 0 for x in map(json.loads, rows.decode().splitlines()))
     assert Scenario.objects.filter(sweep=sweep, calls_plus__lt=0).count() == 0  # heatmaps sum these
 
@@ -1020,7 +1020,7 @@ def test_export_table_json_carries_the_sweep_s_conditions(auth, sweep):
 
 def test_export_scenarios_carry_the_sweep_s_conditions(auth, sweep):
     Sweep.objects.filter(pk=sweep.pk).update(crash_model="power-cut", fsync=False)
-    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]))
+    r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]))
     lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
     assert len(lines) == 5 and {(x["crash_model"], x["fsync"], x["tracker_fault"]) for x in lines} == {
         ("power-cut", "off", "none")}
@@ -1028,7 +1028,7 @@ def test_export_scenarios_carry_the_sweep_s_conditions(auth, sweep):
 
 def test_export_scenarios_csv_of_a_corrupt_scenario_says_so(auth, sweep):
     _data.add(sweep, 2, 1, status=Scenario.Status.CORRUPT)
-    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]) + "?status=corrupt")
+    r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]) + "?status=corrupt")
     (row,) = csv.DictReader(io.StringIO(b"".join(r.streaming_content).decode()))
     assert (row["config"], row["status"]) == ("2", "corrupt")
 
@@ -1041,14 +1041,14 @@ def test_export_table_of_a_sweep_not_done_is_refused_as_not_final(auth, sweep, s
 
 def test_export_scenarios_leaves_a_waiting_scenario_s_outcome_empty(auth, sweep):
     _data.add(sweep, 2, 1, status=Scenario.Status.WAITING, missing=2, asks=1, calls_plus=-3)
-    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?config=2")
+    r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?config=2")
     (line,) = [json.loads(x) for x in b"".join(r.streaming_content).decode().splitlines()]
     assert line["status"] == "waiting"
     assert [line[k] for k in ("duplicates", "missing", "asks", "approvals", "model_calls", "calls_plus")] == [None] * 6
 
 
 def test_export_scenarios_csv(auth, sweep):
-    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]))
+    r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]))
     assert r.streaming
     rows = list(csv.DictReader(io.StringIO(b"".join(r.streaming_content).decode())))
     assert len(rows) == 5
@@ -1057,7 +1057,7 @@ def test_export_scenarios_csv(auth, sweep):
 
 
 def test_export_scenarios_jsonl_with_filters(auth, sweep):
-    r = auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?has_dups=yes")
+    r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?has_dups=yes")
     lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
     assert [(x["config"], x["first_point"], x["second_point"], x["duplicates"]) for x in lines] == [
         (0, 1, 1, 2), (1, 1, None, 1)]
@@ -1299,7 +1299,7 @@ def test_a_depth_2_sweep_s_pages_are_as_they_were(client, auth, sweep):
     assert "thrice" not in scenarios and "third" not in scenarios
     heat = heatmap_page(client, sweep, "?config=0&first=1&second=1")  # a pair means nothing at depth 2
     assert 'id="third"' not in heat and 'id="fig-third"' not in heat and 'name="first"' not in heat
-    header = b"".join(auth.get(reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"])).streaming_content)
+    header = b"".join(exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"])).streaming_content)
     assert header.decode().splitlines()[0].endswith(
         "first_point,first_kind,first_label,second_point,second_kind,second_label,duplicates,missing,wrong,gave_up,"
         "denied_ran,asks,avoidable,approvals,model_calls,calls_plus,status")
@@ -1356,13 +1356,13 @@ def test_a_thrice_scenario_s_page_names_its_third_point(client, deep):
 
 def test_a_depth_3_sweep_s_scenario_exports_carry_the_third_point(auth, deep):
     url = reverse("sweeps:export_scenarios", args=[deep.pk, "csv"]) + "?config=0"
-    rows = list(csv.DictReader(io.StringIO(b"".join(auth.get(url).streaming_content).decode())))
+    rows = list(csv.DictReader(io.StringIO(b"".join(exported(auth, url).streaming_content).decode())))
     assert list(rows[0])[-14:-11] == ["third_point", "third_kind", "third_label"]
     assert [(r["second_point"], r["third_point"], r["third_label"]) for r in rows] == [
         ("", "", ""), ("1", "", ""), ("1", "1", "tool-returned r1"), ("1", "2", "result-saved r2"), ("2", "", ""),
         ("2", "1", "reply-arrived r1")]
     url = reverse("sweeps:export_scenarios", args=[deep.pk, "jsonl"]) + "?thrice=yes"
-    lines = [json.loads(line) for line in b"".join(auth.get(url).streaming_content).decode().splitlines()]
+    lines = [json.loads(line) for line in b"".join(exported(auth, url).streaming_content).decode().splitlines()]
     assert [(d["third_point"], d["third_kind"]) for d in lines] == [
         (1, "tool-returned"), (2, "result-saved"), (1, "reply-arrived")]
 
