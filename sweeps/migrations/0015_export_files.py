@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sweeps', '0013_audit_unit_lease'),
+        ('sweeps', '0014_message_stamps'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
