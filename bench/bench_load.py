@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import http.client
+import json
 import math
 import os
 import random
@@ -230,10 +231,12 @@ def pages(site: Site) -> list[tuple[str, str]]:
     sweeps = ids(listing, r'href="/sweeps/(\d+)/"')
     if len(sweeps) < 3:
         raise SystemExit(f"the sweep list shows {len(sweeps)} sweeps: store some first")
-    big, table, queue = max(sweeps), min(sweeps), None
-    for s in sweeps:
-        if re.search(r'"status": "waiting"', site.text(f"/sweeps/{s}/progress/")):
-            queue = s
+    # The biggest sweep, the smallest done one and a waiting one (the question queue's), by their progress.
+    progress = {s: json.loads(site.text(f"/sweeps/{s}/progress/")) for s in sweeps}
+    big = max(sweeps, key=lambda s: progress[s]["scenarios"])
+    done = [s for s in sweeps if progress[s]["status"] == "done" and s != big]
+    table = min(done or [big], key=lambda s: progress[s]["scenarios"])
+    queue = next((s for s in sweeps if progress[s]["status"] == "waiting"), None)
     out = [("sweep list", "/"), ("sweep list p2", "/?page=2") if len(sweeps) >= 20 else ("sweep list", "/")]
     scen = ids(site.text(f"/sweeps/{big}/scenarios/?has_dups=yes"), r'href="/scenarios/(\d+)/')[:5]
     for s in (big, table, queue):
