@@ -20,8 +20,8 @@ the TLS proxy asks (X-Forwarded-Proto: https, Accept-Encoding: gzip), timed to t
 the body. /healthz is asked by a probe of its own every --probe seconds, as a load balancer does (it
 waits for the Celery workers' answers): its times are printed apart, out of the pages' overall.
 Exports are not pages (a task builds their files). It prints p50, p95 and max in ms and the
-count per page and over all pages, errors (any status but 200), requests per second and the
-load average.
+count per page and over all pages, errors (any status but 200), requests per second, the load
+average and, for a server it started, the CPU its gunicorn workers used per request.
 
 Rules:
 - Loopback only: --url must name 127.0.0.1, ::1 or localhost.
@@ -328,6 +328,19 @@ def report(times: dict[str, list[float]], errors: dict[str, list[str]], took: fl
         print(f"errors on {name}: {', '.join(errs[:3])}{' ...' if len(errs) > 3 else ''}")
 
 
+def cpu_seconds(parent: int) -> float:
+    """CPU seconds (user + system) the children of process `parent` (gunicorn's workers) have used."""
+    total, tick = 0.0, os.sysconf("SC_CLK_TCK")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:  # fields[1] is the parent's ID; [11], [12]: user and system ticks
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def served(args: argparse.Namespace) -> tuple[str, int, str, str, list[subprocess.Popen], Path | None]:
     """Start the server on a private folder (see the module's docstring): host, port, user,
     password, the processes to stop and the temp folder to remove (None if kept)."""
@@ -393,8 +406,14 @@ def main() -> None:
         for _ in range(args.warm):
             for _, path in todo:
                 site.request("GET", path)
+        cpu = cpu_seconds(procs[-1].pid) if procs else None
         times, errors, took = hammer(site, todo, args.clients, args.seconds, args.probe)
         report(times, errors, took, args.clients)
+        if cpu is not None:
+            # What the load cannot blur much: the server's own CPU per request (a busy machine's
+            # other work shows in the times above, little in this).
+            n = sum(len(v) for v in times.values())
+            print(f"gunicorn workers' CPU: {(cpu_seconds(procs[-1].pid) - cpu) * 1000 / n:.1f} ms per request")
     finally:
         stop(procs)
         if temp is not None:
