@@ -62,6 +62,15 @@ QUESTIONS_PER_PAGE = 25
 MAX_URL_CHARS = 2000  # a `back` or `next` parameter (a path of this site)
 COMPARE_CHOICES = 200  # the latest sweeps offered in the compare page's selects
 
+# --- the page cache (sweeps/pagecache.py) ------------------------------------------------------
+
+# An entry is one part of one page of one version of a sweep's rows; a done sweep's never changes, an
+# older version's is never asked for again: a day keeps what people come back to. The file cache
+# drops a third of its entries, at random, past PAGE_CACHE_ENTRIES (the biggest entry, a 3-run
+# table's second heatmap, is about 1 MB before the cache's compression).
+PAGE_CACHE_SECONDS = 24 * 3600
+PAGE_CACHE_ENTRIES = 5000
+
 # --- dealing work to task messages -------------------------------------------------------------
 
 # A chunk started this many times without being stored (killed workers, a chunk that kills its

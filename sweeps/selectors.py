@@ -15,6 +15,7 @@ from agentcore import records
 from agentcore.jobs import Job
 from agentcore.jobs import parse as parse_job
 from agentcore.records import COLUMNS, DEPTH_COLUMNS, ScenarioRecord, TableRow
+from sweeps import pagecache
 from sweeps.configs import design
 from sweeps.limits import (
     COMPARE_CHOICES,
@@ -125,10 +126,10 @@ def sweep_get(sweep_id: int) -> Sweep:
 
 def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
     """Chunks stored of the total, scenarios stored, rate (scenarios per second), ETA, and how long no
-    chunk was stored, all read from the stored rows."""
-    agg = Chunk.objects.filter(sweep=sweep).aggregate(
-        stored=Count("id", filter=Q(stored=True)), planned=Count("id"), last=Max("stored_at"))
-    scenarios = Scenario.objects.filter(sweep=sweep).count()
+    chunk was stored, all read from the stored rows (their counts once per version of the rows:
+    sweeps.pagecache)."""
+    counts = pagecache.cached(sweep, "progress", None, lambda: _progress_counts(sweep))
+    agg, scenarios, open_questions = counts["chunks"], counts["scenarios"], counts["open_questions"]
     total = max(sweep.total_chunks, agg["planned"])
     stored = agg["stored"]
     now = now or timezone.now()
@@ -136,7 +137,6 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
     elapsed = max((end - sweep.created_at).total_seconds(), 0.0)
     rate = scenarios / elapsed if elapsed > 0 and scenarios else 0.0
     eta = _eta(sweep, elapsed, now) if 0 < stored < total and sweep.status == Sweep.Status.RUNNING else None
-    open_questions = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()
     idle = max((now - (agg["last"] or sweep.created_at)).total_seconds(), 0.0)
     return {
         "status": sweep.status, "error": sweep.error, "chunks_stored": stored, "total_chunks": total,
@@ -146,6 +146,14 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
         "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.CANCELLED),
         "idle_seconds": round(idle, 1),  # since the last chunk was stored (or the launch)
     }
+
+
+def _progress_counts(sweep: Sweep) -> dict[str, Any]:
+    """sweep_progress's reads: the chunks' counts and last store, the scenarios, the open questions."""
+    return {"chunks": Chunk.objects.filter(sweep=sweep).aggregate(
+                stored=Count("id", filter=Q(stored=True)), planned=Count("id"), last=Max("stored_at")),
+            "scenarios": Scenario.objects.filter(sweep=sweep).count(),
+            "open_questions": Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()}
 
 
 def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, float] | None:
@@ -223,7 +231,11 @@ def sweep_table_live(sweep: Sweep) -> dict[str, Any]:
 
     Until the sweep is done the table is partial (its counts grow as chunks are stored). A row
     with scenarios waiting for an answer has None for each column an answer can change: a number
-    that is not final is not shown as one."""
+    that is not final is not shown as one. Once per version of the rows (sweeps.pagecache)."""
+    return pagecache.cached(sweep, "table", None, lambda: _table_live(sweep))
+
+
+def _table_live(sweep: Sweep) -> dict[str, Any]:
     rows = sweep_table_rows(sweep)
     waiting = {} if sweep.status == Sweep.Status.DONE else waiting_by_config(sweep)
     return {"partial": sweep.status != Sweep.Status.DONE, "waiting": sum(waiting.values()), "rows": [
@@ -359,10 +371,13 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
 
 
 def scenario_totals(sweep: Sweep, filters: Mapping[str, Any]) -> dict[str, int]:
-    """How many scenarios the filters keep and each metric summed over them, in one aggregate query:
-    {"count", and each of METRICS} (0 when none match)."""
-    agg = scenario_filter(sweep, filters).order_by().aggregate(count=Count("id"), **{m: Sum(m) for m in METRICS})
-    return {k: v or 0 for k, v in agg.items()}
+    """How many scenarios the filters keep and each metric summed over them, in one aggregate query
+    (once per version of the rows: sweeps.pagecache): {"count", and each of METRICS} (0 when none match)."""
+    def totals() -> dict[str, int]:
+        agg = scenario_filter(sweep, filters).order_by().aggregate(count=Count("id"), **{m: Sum(m) for m in METRICS})
+        return {k: v or 0 for k, v in agg.items()}
+
+    return pagecache.cached(sweep, "totals", dict(filters), totals)
 
 
 def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
@@ -373,13 +388,25 @@ def scenario_page(sweep: Sweep, filters: Mapping[str, Any], page: int,
     `count`, when the caller has it already (scenario_totals), spares the paginator its COUNT query.
     Raises django.core.paginator.InvalidPage for a page out of range.
     """
+    pg = scenario_pager(sweep, filters, page, per_page, count)
+    return pg, page_scenarios(pg)
+
+
+def scenario_pager(sweep: Sweep, filters: Mapping[str, Any], page: int,
+                   per_page: int = 50, count: int | None = None) -> Page:
+    """scenario_page's page, its rows not read yet (with `count` given, no query at all); raises
+    django.core.paginator.InvalidPage for a page out of range."""
     ids = scenario_filter(sweep, filters).order_by(*SCENARIO_ORDER).values_list("id", flat=True)
     paginator = Paginator(ids, per_page)
     if count is not None:
         paginator.count = count  # a cached_property: set, it is not computed again
-    pg = paginator.page(page)
+    return paginator.page(page)
+
+
+def page_scenarios(pg: Page) -> list[Scenario]:
+    """The scenarios of a scenario_pager page, in its order."""
     by_id = {s.id: s for s in Scenario.objects.filter(id__in=list(pg.object_list)).only(*LIST_FIELDS)}
-    return pg, [by_id[i] for i in pg.object_list if i in by_id]
+    return [by_id[i] for i in pg.object_list if i in by_id]
 
 
 def scenario_export_rows(sweep: Sweep, filters: Mapping[str, Any],

@@ -9,10 +9,13 @@ Rules:
   the var/ folder (SWEEPSITE_VAR), mode 0600, and every later start reads the same file. It is
   created whole or not at all (written to a private temporary file, then linked into place, which
   fails if another process won the race: that process's key is read instead).
+- The page cache's key prefix is `code_digest` of the code that makes what it keeps (templates,
+  the dashboard's modules): one install's processes agree on it, and a deploy changes it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import sys
@@ -56,6 +59,15 @@ def install_secret_key(var_dir: Path) -> str:
     finally:
         tmp.unlink(missing_ok=True)
     return key
+
+
+def code_digest(folders: list[Path], suffixes: tuple[str, ...] = (".py", ".html")) -> str:
+    """A short digest of every file with these suffixes below these folders (their paths and bytes)."""
+    h = hashlib.sha256()
+    for folder in folders:
+        for path in sorted(p for p in folder.rglob("*") if p.suffix in suffixes and p.is_file()):
+            h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
 
 
 def _read_key(path: Path) -> str:

@@ -132,6 +132,19 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 
+# The page cache (sweeps/pagecache.py): what the pages compute from a sweep's rows, per version of
+# those rows, in files that the web server's processes share; keyed by a digest of the code that
+# makes it, so that a deploy never serves the last one's.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "cache"),
+        "TIMEOUT": limits.PAGE_CACHE_SECONDS,
+        "KEY_PREFIX": config.code_digest([BASE_DIR / "sweeps", BASE_DIR / "templates", BASE_DIR / "agentcore"]),
+        "OPTIONS": {"MAX_ENTRIES": limits.PAGE_CACHE_ENTRIES},
+    }
+}
+
 STATIC_URL = "static/"
 # Filled by `manage.py collectstatic` (`make run` and `make serve` run it; so does the test session,
 # into its own VAR_DIR). The manifest storage gives every file a name with its content's hash, so

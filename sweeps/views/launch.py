@@ -61,8 +61,10 @@ def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 20
     if page is None:
         return bad_request(request, f"there is no page {number} (pages 1 to {paginator.num_pages})")
     # The role is named only to a user who may not launch (a template calls it then: one query less).
-    return render(request, "sweeps/sweep_list.html", {"page": page, "form": form, "plan": plan,
-                                                      "role": partial(roles.role_name, request.user)}, status=status)
+    # A bound form (a launch refused) shows what was sent and why: never kept in the page cache.
+    return render(request, "sweeps/sweep_list.html", {
+        "page": page, "form": form, "plan": plan, "role": partial(roles.role_name, request.user),
+        "launch_form_seconds": 0 if form is None or form.is_bound else limits.PAGE_CACHE_SECONDS}, status=status)
 
 
 def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.paginator import InvalidPage
+from django.core.paginator import InvalidPage, Page
 from django.http import (
     Http404,
     HttpRequest,
@@ -14,15 +14,16 @@ from django.http import (
 )
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
 from agentcore import jobs
-from sweeps import charts, cost, limits, replay, selectors
+from sweeps import charts, cost, limits, pagecache, replay, selectors
 from sweeps.forms import (
     HeatmapForm,
     WitnessForm,
 )
-from sweeps.models import Audit, Scenario
+from sweeps.models import Audit, Scenario, Sweep
 from sweeps.services import timelines
 from sweeps.views import errors
 from sweeps.views._common import (
@@ -51,6 +52,22 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
         return bad_request(request, "bad heatmap options", form)
     metric, config = form.cleaned_data["metric"], form.cleaned_data["config"]
     names = [c["name"] for c in sweep.configs]
+    pair = form.pair()
+    figures = pagecache.cached(sweep, "heatmap", [metric, config, pair],
+                               lambda: _figures(sweep, names, metric, config, pair))
+    return render(request, "sweeps/heatmap.html", {
+        "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
+        "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS], **figures,
+        "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
+        "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
+        "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
+    })
+
+
+def _figures(sweep: Sweep, names: list[str], metric: str, config: int,
+             pair: tuple[int, int] | None) -> dict[str, Any]:
+    """The heatmap page's figures as JSON for its scripts (fig1_json, fig2_json; a depth-3 sweep's
+    third map too): what the page reads of the rows, all of it."""
     labels = selectors.point_labels(sweep)
     fig1 = charts.design_first_figure(selectors.heatmap_config_first(sweep), names, labels, metric)
     fig2, cells = None, []
@@ -59,16 +76,9 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
         labels = {f: label for (c, f), label in labels.items() if c == config}
         if cells:
             fig2 = charts.first_second_figure(cells, labels, names[config], metric)
-    third = _third(sweep, config, form.pair(), names, metric, cells, labels) if names and sweep.depth == 3 else {}
-    return render(request, "sweeps/heatmap.html", {
-        "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
-        "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS],
-        "fig1_json": script_json(charts.to_json(fig1)),
-        "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None, **third,
-        "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
-        "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
-        "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
-    })
+    third = _third(sweep, config, pair, names, metric, cells, labels) if names and sweep.depth == 3 else {}
+    return {"fig1_json": script_json(charts.to_json(fig1)),
+            "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None, **third}
 
 
 def _third(sweep: Any, config: int, pair: tuple[int, int] | None, names: list[str], metric: str,
@@ -98,24 +108,34 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     number = form.cleaned_data.get("page") or 1
     totals = selectors.scenario_totals(sweep, filters)
     try:
-        page, scenarios = selectors.scenario_page(sweep, filters, number, limits.SCENARIOS_PER_PAGE,
-                                                  count=totals["count"])
+        page = selectors.scenario_pager(sweep, filters, number, limits.SCENARIOS_PER_PAGE, count=totals["count"])
     except InvalidPage:
         return bad_request(request, f"there is no page {number} with these filters")
     query = request.GET.copy()
     query.pop("page", None)
-    names = [c["name"] for c in sweep.configs]
-    for s in scenarios:
-        s.config_name = names[s.config] if 0 <= s.config < len(names) else str(s.config)  # type: ignore[attr-defined]
-        s.metric_values = [(m, getattr(s, m)) for m in LIST_METRIC_TITLES]  # type: ignore[attr-defined]
+    here = request.get_full_path()
     summed = form.cleaned_data.get("sum") or ""
     return render(request, "sweeps/scenario_list.html", {
-        "sweep": sweep, "form": form, "page": page, "scenarios": scenarios, "query": query.urlencode(),
-        "filtered": bool(filters), "here": request.get_full_path(), "summed": summed,
+        "sweep": sweep, "form": form, "page": page, "query": query.urlencode(),
+        # Read only when the rows' fragment is not in the page cache (sweeps.pagecache).
+        "scenarios": SimpleLazyObject(lambda: _listed(sweep, page)),
+        "filters_cache": pagecache.fragment(sweep, "filters", sorted(query.lists())),
+        "rows_cache": pagecache.fragment(sweep, "rows", here),
+        "filtered": bool(filters), "here": here, "summed": summed,
         "summed_title": charts.METRIC_TITLES.get(summed, ""), "summed_total": totals.get(summed, 0),
         "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
         "metric_titles": list(LIST_METRIC_TITLES.items()),
     })
+
+
+def _listed(sweep: Sweep, page: Page) -> list[Scenario]:
+    """The page's scenarios, each with its configuration's name and its metrics in the list's order."""
+    names = [c["name"] for c in sweep.configs]
+    scenarios = selectors.page_scenarios(page)
+    for s in scenarios:
+        s.config_name = names[s.config] if 0 <= s.config < len(names) else str(s.config)  # type: ignore[attr-defined]
+        s.metric_values = [(m, getattr(s, m)) for m in LIST_METRIC_TITLES]  # type: ignore[attr-defined]
+    return scenarios
 
 
 def _list_of_dicts(value: Any) -> bool:
