@@ -114,6 +114,11 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("a-string", b'"a job"', "file: must be an object, not str"),
     ("null", b"null", "file: must be an object, not NoneType"),
     ("true", b"true", "file: must be an object, not bool"),
+    # a key named twice in one object (JSON alone would keep the last, silently)
+    ("name-twice", json.dumps(TRIAGE).replace('"name": "triage"', '"name": "triage", "name": "x"', 1).encode(),
+     "hostile.json: name: the key 'name' appears more than once in its object"),
+    ("op-twice", json.dumps(TRIAGE).replace('"op": "comment"', '"op": "comment", "op": "search"', 1).encode(),
+     "hostile.json: tools.comment.op: the key 'op' appears more than once in its object"),
     # not JSON at all
     ("broken-json", b'{"name": "x", "tools": {', "not valid JSON"),
     ("blank", b"   \n\t ", "not valid JSON"),

@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from sweeps import configs
 from sweeps import workers as sweepworkers
 from sweeps.configs import Conditions, conditions_of
 from sweeps.models import Sweep
@@ -66,6 +67,17 @@ def test_user_errors_are_one_line_and_store_nothing(argv, message):
         call_command("sweep", *argv)
     assert "\n" not in str(e.value)
     assert Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_job_file_naming_a_key_twice_is_one_line_with_its_path_and_stores_nothing(tmp_path):
+    path = tmp_path / "twice.json"
+    source = configs.builtin_job_source("triage")
+    path.write_text(source.replace('"op": "comment"', '"op": "comment", "op": "search"', 1))
+    with pytest.raises(CommandError) as e:
+        call_command("sweep", "table", "--job", str(path))
+    assert str(e.value).startswith(f"{path}: tools.comment.op: the key 'op' appears more than once in its object")
+    assert "\n" not in str(e.value) and Sweep.objects.count() == 0
 
 
 @pytest.fixture
