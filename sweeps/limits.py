@@ -152,6 +152,14 @@ WORKER_STOP_SECONDS = 30
 # 18 s before; 5 keeps a person's typos well clear and a guesser at 5 tries per quarter hour.
 LOGIN_FAILURES = 5
 LOCKOUT_MINUTES = 15
+# And this many failed logins from one address, whatever the usernames, within LOCKOUT_MINUTES lock
+# out that address for every username (sweepsite/lockout.py): a guesser trying 4 passwords at each of
+# many usernames stayed under the pair's bound for ever. An office behind one address does not reach
+# it by typos: a successful login clears that person's own failures, so only failures nobody followed
+# with the right password count, and 30 of those in a quarter hour is 6 people locked out of their own
+# username at once. Behind a proxy every client has its address: then one guesser locks everyone out
+# for LOCKOUT_MINUTES, the price of bounding the guesses.
+ADDRESS_LOGIN_FAILURES = 30
 # Unfinished sweeps (running, or waiting for answers) one user may have at once: a launch or a
 # resume beyond it is refused with a message (settings.SWEEPSITE_MAX_RUNNING; 0: no limit). The
 # workers are shared; a few sweeps each already keep both cores of the machine busy.
