@@ -88,6 +88,14 @@ def _builtin(name: str) -> bytes:
         return f.read()
 
 
+def carried_bytes(job: Job) -> int:
+    """The bytes of the job a scenario's every state carries: its calls (ID, tool, arguments) and
+    its final text, as UTF-8 JSON. Checkpoints, the tracker's records and the model's history copy
+    them; the description and the tool declarations are read once and carried nowhere."""
+    calls = [[c.id, c.tool, c.args] for turn in job.turns for c in turn]
+    return len(json.dumps([calls, job.final], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def turn_pairs(n: int) -> Job:
     """A generated job of `n` turn pairs, the growth benchmark's (bench/bench_growth.py): turn A
     files an issue and searches, turn B comments on A's issue; the triage job's tools."""

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from sweeps.configs import check, chunk_plan, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep
-from sweeps.plan import depth3_check
+from sweeps.plan import size_check
 from sweeps.services import lifecycle, taskqueue
 
 
@@ -19,11 +19,13 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
                  source_name: str = "uploaded job", name: str = "", notes: str = "", **conditions: Any) -> Sweep:
     """Validate, store the sweep and its chunks, and enqueue their messages on commit (taskqueue.deal).
 
-    Bad input raises ValidationError and stores nothing. The same `request_token` twice gives the
-    first sweep back (a double submit is one sweep). `name` and `notes` are the person's own words
-    for the sweep (optional). Every configuration is swept under `conditions` (sweeps.configs.Conditions'
-    fields: crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed; agentcore's
-    choices and spellings, its defaults for those not given), stored with the sweep. A `user` at
+    Bad input raises ValidationError and stores nothing, and so does a sweep too big to launch
+    (sweeps.plan.size_check: a depth-3 sweep of too many scenarios, a job too big for its sweep).
+    The same `request_token` twice gives the first sweep back (a double submit is one sweep). `name`
+    and `notes` are the person's own words for the sweep (optional). Every configuration is swept
+    under `conditions` (sweeps.configs.Conditions' fields: crash_model, fsync, tracker_fault,
+    tool_faults, person_faults, model, seed; agentcore's choices and spellings, its defaults for
+    those not given), stored with the sweep. A `user` at
     the limit of unfinished sweeps (settings.SWEEPSITE_MAX_RUNNING) is refused (ValidationError);
     commands pass no user and have no limit.
     """
@@ -33,8 +35,8 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
         if existing is not None:
             return existing
     name, notes = clean_name_notes(name, notes)
-    depth3_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
-                 source_name=source_name, **conditions)
+    size_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+               source_name=source_name, **conditions)
     planned = chunk_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
     owner_id = getattr(user, "pk", None)
     try:

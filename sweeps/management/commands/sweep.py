@@ -82,8 +82,8 @@ class Command(BaseCommand):
             if not options["workers"]:  # user errors first, then whether anything would run it
                 configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
                                     source_name=source_name, **conditions)
-                plan.depth3_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                  source_name=source_name, **conditions)
+                plan.size_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                source_name=source_name, **conditions)
                 self._need_workers()
             sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
                                         runs=runs, source_name=source_name, **conditions)
