@@ -160,7 +160,7 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
 
 
 def _size(n: int) -> str:
-    """Bytes as a page says them: 9.4 GB, 1 GB, 330 MB."""
+    """Bytes as a page says them, to 3 significant figures: 9.44 GB, 1 GB, 329 MB."""
     for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
