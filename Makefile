@@ -61,11 +61,12 @@ endef
 export SERVICES_UP
 
 # Set-up shared by run and serve: the database's tables, the first user, static files into
-# $(SWEEPSITE_VAR)/static (var/static; WhiteNoise serves them from there, DEBUG on or off).
+# $(SWEEPSITE_VAR)/static (var/static; WhiteNoise serves them from there, DEBUG on or off). A full
+# disk stops it with one line (setup_static is collectstatic --noinput --clear saying so).
 define SETUP
 @$(PY) manage.py migrate --noinput -v 0
 @$(PY) manage.py shell --no-imports -c "$$FIRST_USER"
-@$(PY) manage.py collectstatic --noinput --clear -v 0
+@$(PY) manage.py setup_static -v 0
 endef
 
 # After the banner: once the web server answers, one line from its /healthz (sweepsite/health.py),

@@ -12,6 +12,8 @@ Rules:
   label (set a label) is idempotent by nature.
 - Every problem is a JobError "FILE: FIELD: PROBLEM". Size and nesting are bounded so that a
   hostile file costs little.
+- An object names each key once: JSON would keep the last of two silently (a second `name`, a
+  tool's second `op`), so a repeated key is refused with its path (`tools.file_issue.op`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,14 @@ def _builtin(name: str) -> bytes:
         return f.read()
 
 
+def carried_bytes(job: Job) -> int:
+    """The bytes of the job a scenario's every state carries: its calls (ID, tool, arguments) and
+    its final text, as UTF-8 JSON. Checkpoints, the tracker's records and the model's history copy
+    them; the description and the tool declarations are read once and carried nowhere."""
+    calls = [[c.id, c.tool, c.args] for turn in job.turns for c in turn]
+    return len(json.dumps([calls, job.final], ensure_ascii=False).encode("utf-8", "surrogatepass"))
+
+
 def turn_pairs(n: int) -> Job:
     """A generated job of `n` turn pairs, the growth benchmark's (bench/bench_growth.py): turn A
     files an issue and searches, turn B comments on A's issue; the triage job's tools."""
@@ -111,11 +121,34 @@ def turn_pairs_source(n: int) -> str:
 def parse(raw: bytes | str, source: str) -> Job:
     if len(raw) > MAX_JOB_BYTES:
         raise JobError(f"{source}: file: larger than {MAX_JOB_BYTES} bytes")
+    repeated: list[_Repeated] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(items)
+        if len(obj) == len(items):
+            return obj
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                break
+            seen.add(key)
+        obj = _Repeated(obj, key)
+        repeated.append(obj)
+        return obj
+
     try:
-        data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        data = json.loads(raw, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=pairs)
     except (ValueError, RecursionError) as e:  # ValueError: bad JSON, bad UTF-8, 5,000-digit numbers
         raise JobError(f"{source}: file: not valid JSON ({e})") from None
-    return _Checker(source).job(data)
+    return _Checker(source).job(data, repeated=bool(repeated))
+
+
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A parsed JSON object that named `key` more than once (the parser kept the last value)."""
+
+    def __init__(self, items: dict[str, Any], key: str) -> None:
+        super().__init__(items)
+        self.key = key
 
 
 def _no_constant(name: str) -> None:
@@ -158,8 +191,23 @@ class _Checker:
             raise self.fail(field, "longer than 200 characters")
         return value
 
-    def job(self, data: Any) -> Job:
+    def keys_once(self, value: Any, field: str) -> None:
+        """Refuse the first object (outermost first, in the file's order) that repeats a key."""
+        if isinstance(value, _Repeated):
+            raise self.fail(f"{field}.{value.key}" if field else value.key,
+                            f"the key {value.key!r} appears more than once in its object (JSON would keep "
+                            "only the last, silently): write it once")
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self.keys_once(v, f"{field}.{k}" if field else k)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                self.keys_once(v, f"{field}[{i}]" if field else f"[{i}]")
+
+    def job(self, data: Any, *, repeated: bool = False) -> Job:
         self.depth(data, "file")
+        if repeated:
+            self.keys_once(data, "")
         data = self.obj(data, "file")
         unknown = set(data) - {"name", "description", "tools", "turns"}
         if unknown:

@@ -27,6 +27,17 @@ MAX_CHUNKS = 5000
 # this many planned scenarios (sweeps.plan's count or estimate) it is refused before anything is
 # stored. The triage table at depth 3 is 167,971; the largest depth-2 sweep (a 10-run table) 814,560.
 MAX_DEPTH3_SCENARIOS = 1_000_000
+# What a sweep carries: its planned scenarios times the bytes of the job each scenario's states carry
+# (agentcore.jobs.carried_bytes: the calls' arguments and the final text, copied into every
+# checkpoint, tracker record and model history). A worker's memory and time grow with it, not with
+# the scenarios alone: the triage table with one 990,000-character title carries 9.4 GB and took
+# 122 s and up to 980 MB per worker, where the same table with the triage job's 404 bytes carries
+# 3.9 MB (its 38 chunks of one configuration: 0.03 s and 19 MB against 3.7 s and 300 MB; time and
+# memory grow in proportion). Past this many bytes a launch is refused before anything is stored;
+# it admits every sweep of the triage job (a 10-run table: 0.33 GB; depth 3 at its bound: 0.4 GB)
+# and the table with up to about 100 KB of calls (4 s of playing, some 30 MB more per configuration
+# a worker holds).
+MAX_SWEEP_JOB_BYTES = 1_000_000_000
 # A sweep's name and notes (the person's words), and a configuration's name.
 MAX_NAME = 200
 MAX_NOTES = 10_000
@@ -108,6 +119,10 @@ AUDIT_UNIT_ROWS = 2_000
 # count is exact (the chapter's table: 15,954 steps, 0.09 s here); past it, each configuration plays
 # evenly spaced first points (at least PLAN_MIN_SAMPLES) and the others are interpolated: "about".
 PLAN_BUDGET = 40_000
+# A step's time grows with the bytes of the job it carries (see MAX_SWEEP_JOB_BYTES): a job carrying
+# more than this many gets the budget in proportion (counting the triage table with a 990,000-byte
+# title exactly took 12.8 s; sampled, 2.7 s), so that planning a job to refuse it costs seconds.
+PLAN_STEP_BYTES = 10_000
 PLAN_MIN_SAMPLES = 8
 # The launch form's time estimate when no sweep has finished on this install yet: scenarios per
 # second, a low figure of those measured on the 2-core machine (the table: 3,500/s with one worker,
@@ -200,6 +215,14 @@ WORKER_STOP_SECONDS = 30
 # 18 s before; 5 keeps a person's typos well clear and a guesser at 5 tries per quarter hour.
 LOGIN_FAILURES = 5
 LOCKOUT_MINUTES = 15
+# And this many failed logins from one address, whatever the usernames, within LOCKOUT_MINUTES lock
+# out that address for every username (sweepsite/lockout.py): a guesser trying 4 passwords at each of
+# many usernames stayed under the pair's bound for ever. An office behind one address does not reach
+# it by typos: a successful login clears that person's own failures, so only failures nobody followed
+# with the right password count, and 30 of those in a quarter hour is 6 people locked out of their own
+# username at once. Behind a proxy every client has its address: then one guesser locks everyone out
+# for LOCKOUT_MINUTES, the price of bounding the guesses.
+ADDRESS_LOGIN_FAILURES = 30
 # Unfinished sweeps (running, or waiting for answers) one user may have at once: a launch or a
 # resume beyond it is refused with a message (settings.SWEEPSITE_MAX_RUNNING; 0: no limit). The
 # workers are shared; a few sweeps each already keep both cores of the machine busy.

@@ -1,7 +1,9 @@
 """The planned size of a sweep, before anything is stored or enqueued. Reads and writes nothing in
 the database: agentcore plays the crash points it needs (see sweeps.limits.PLAN_BUDGET): at depth 2
-each first point's restart, at depth 3 each second point's restart as well. A depth-3 sweep too big
-to store (sweeps.limits.MAX_DEPTH3_SCENARIOS) is refused here, before launching.
+each first point's restart, at depth 3 each second point's restart as well. Refused here, before
+launching: a depth-3 sweep too big to store (sweeps.limits.MAX_DEPTH3_SCENARIOS), and a sweep whose
+states would carry too many bytes of its job (its scenarios times agentcore.jobs.carried_bytes:
+sweeps.limits.MAX_SWEEP_JOB_BYTES), at any depth.
 
 Rules:
 - The planned size and a launch's planning know their work before they play (sweeps.cost): each
@@ -21,6 +23,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from agentcore import sweep as agentsweep
+from agentcore.jobs import carried_bytes
 from sweeps import cost
 from sweeps.configs import (
     ChunkPlan,
@@ -31,7 +34,15 @@ from sweeps.configs import (
     conditions_from,
     planned_configs,
 )
-from sweeps.limits import LAUNCH_STEPS, MAX_DEPTH3_SCENARIOS, PLAN_BUDGET, PLAN_MIN_SAMPLES, PLAN_STEPS
+from sweeps.limits import (
+    LAUNCH_STEPS,
+    MAX_DEPTH3_SCENARIOS,
+    MAX_SWEEP_JOB_BYTES,
+    PLAN_BUDGET,
+    PLAN_MIN_SAMPLES,
+    PLAN_STEP_BYTES,
+    PLAN_STEPS,
+)
 from sweeps.models import Sweep
 
 
@@ -43,6 +54,12 @@ class Plan:
     scenarios: int
     exact: bool
     configs: tuple[tuple[str, int, int], ...]  # (name, chunks, scenarios) per configuration
+    job_bytes: int = 0  # what each scenario's states carry of the job (agentcore.jobs.carried_bytes)
+
+    @property
+    def job_total(self) -> int:
+        """The bytes of job the sweep's states carry in all: scenarios x job_bytes."""
+        return self.scenarios * self.job_bytes
 
     @property
     def shown(self) -> int:
@@ -163,7 +180,7 @@ def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int
             rows.append((c["name"], n, n + sum(deeper)))
     # A queue person's scenarios stop at open questions and go on after answers: an estimate.
     return Plan(sum(npoints), sum(r[2] for r in rows), not sampled and person == Sweep.Person.SCRIPTED,
-                tuple(rows))
+                tuple(rows), carried_bytes(planned.job))
 
 
 def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
@@ -173,28 +190,47 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
     sweep_create does, and so does a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios
-    (sweep_create asks this first at depth 3), and a count over PLAN_STEPS (cost.TooCostly).
-    Cached per process (the launch form asks on every change)."""
+    (sweep_create asks this first), one whose states would carry more than MAX_SWEEP_JOB_BYTES of
+    its job, at any depth, and a count over PLAN_STEPS (cost.TooCostly). A job carrying more than
+    PLAN_STEP_BYTES is planned within a budget shrunk in proportion (its steps are that much
+    slower). Cached per process (the launch form asks on every change)."""
     given = conditions_from(conditions)
-    clean_settings(job_source, depth, runs, person, source_name, given)
+    job = clean_settings(job_source, depth, runs, person, source_name, given)
     key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
+    carried = carried_bytes(job)
+    if carried > PLAN_STEP_BYTES:
+        budget = max(1, budget * PLAN_STEP_BYTES // carried)
     planned = _plan(job_source, key, depth, runs, person, budget, source_name, given)
+    about = "" if planned.exact else "about "
     if depth == 3 and planned.scenarios > MAX_DEPTH3_SCENARIOS:
-        about = "" if planned.exact else "about "
         raise ValidationError(
             f"this sweep has {about}{planned.shown:,} scenarios at depth 3, more than the {MAX_DEPTH3_SCENARIOS:,} "
             "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2",
             code="too_big")
+    if planned.job_total > MAX_SWEEP_JOB_BYTES:
+        raise ValidationError(
+            f"this sweep's states would carry {about}{_size(planned.job_total)} of its job ({about}{planned.shown:,} "
+            f"scenarios, each carrying the job's {planned.job_bytes:,} bytes of calls and final text), more than "
+            f"the {_size(MAX_SWEEP_JOB_BYTES)} a sweep may carry; make the job's arguments shorter, or sweep "
+            "fewer configurations or fewer job runs", code="too_big")
     return planned
 
 
-def depth3_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                 person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> None:
-    """At depth 3, refuse a sweep too big to store (ValidationError, see sweep_plan) before anything
-    is stored; below depth 3 nothing to do (MAX_CHUNKS bounds it)."""
-    if depth == 3:
-        sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
-                   source_name=source_name, **conditions)
+def _size(n: int) -> str:
+    """Bytes as a page says them, to 3 significant figures: 9.44 GB, 1 GB, 329 MB."""
+    for unit, size in (("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def size_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
+               person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> None:
+    """Refuse a sweep too big to launch (ValidationError, see sweep_plan) before anything is stored:
+    at depth 3 one of too many scenarios, at any depth one whose states would carry too many bytes of
+    its job (MAX_CHUNKS bounds the rest)."""
+    sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
+               source_name=source_name, **conditions)
 
 
 def launch_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,

@@ -232,6 +232,12 @@ SWEEPSITE_MAX_RUNNING = int(os.environ.get("SWEEPSITE_MAX_RUNNING", str(limits.M
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("SWEEPSITE_LOGIN_FAILURES", str(limits.LOGIN_FAILURES)))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And failed logins per address across usernames (sweepsite.lockout.AddressBoundHandler): past it the
+# address is locked out for every username. axes compares every lockout parameter against its one
+# AXES_FAILURE_LIMIT, and a success would clear the address's whole count, so a handler adds this bound.
+SWEEPSITE_ADDRESS_LOGIN_FAILURES = int(os.environ.get("SWEEPSITE_ADDRESS_LOGIN_FAILURES",
+                                                      str(limits.ADDRESS_LOGIN_FAILURES)))
+AXES_HANDLER = "sweepsite.lockout.AddressBoundHandler"
 _LOCKOUT_MINUTES = float(os.environ.get("SWEEPSITE_LOCKOUT_MINUTES", str(limits.LOCKOUT_MINUTES)))
 AXES_COOLOFF_TIME = timedelta(minutes=_LOCKOUT_MINUTES) if _LOCKOUT_MINUTES > 0 else None
 AXES_RESET_ON_SUCCESS = True

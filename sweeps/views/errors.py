@@ -5,6 +5,9 @@ what, and the words a page uses for them.
 - UNREACHABLE: the task broker or the database is down (a service that enqueues raises kombu's
   OperationalError, a database error, or an OSError from a socket); 503 for a form, an error
   message after an action. A service that only writes the database raises DatabaseError alone.
+- A full disk (sweeps.diskfull.full) is none of those: the services answer and cannot write. The
+  same exceptions carry it (an OSError, a database error, kombu's); `unreachable` says "the disk is
+  full" for it instead, and a form answers 507 (Insufficient Storage), not 503.
 - STATE_ERRORS: a stored state that cannot be used (a corrupt durable state, a stored job that no
   longer fits): shown on its page, never a 500.
 """
@@ -23,6 +26,7 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from agentcore.checkpoint import CheckpointError
 from agentcore.jobs import JobError
+from sweeps import diskfull
 from sweeps.forms import printable
 
 log = logging.getLogger("sweeps.views")
@@ -33,10 +37,19 @@ UNREACHABLE = (BrokerError, DatabaseError, OSError)
 STATE_ERRORS = (CheckpointError, ValueError, RecursionError, KeyError, IndexError, TypeError, AttributeError)
 
 
-def unreachable(failed: str, e: BaseException, *, queue: bool = True) -> str:
-    """"could not resume: the queue or the database is unreachable (...)"; without `queue`, the database."""
+def unreachable(failed: str, e: BaseException, *, queue: bool = True, then: str = "try again") -> str:
+    """"could not resume: the queue or the database is unreachable (...)"; without `queue`, the database.
+    A full disk: "could not resume: the disk is full (...); free space on ..., then try again"."""
+    head = f"{failed}: " if failed else ""
+    if diskfull.full(e):
+        return f"{head}the disk is full ({diskfull.reason(e)}); {diskfull.ADVICE}, then {then}"
     what = "the queue or the database" if queue else "the database"
-    return f"{failed}{': ' if failed else ''}{what} is unreachable ({e})"
+    return f"{head}{what} is unreachable ({e})"
+
+
+def unreachable_status(e: BaseException) -> int:
+    """A form's status for an UNREACHABLE error: 507 for a full disk, else 503."""
+    return 507 if diskfull.full(e) else 503
 
 
 def action(request: HttpRequest, call: Callable[[], T], failed: str, *, queue: bool = True) -> tuple[bool, T | None]:

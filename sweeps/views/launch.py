@@ -128,7 +128,7 @@ def sweep_plan(request: HttpRequest) -> JsonResponse:
     except ValidationError as e:
         return JsonResponse({"errors": e.messages}, status=400)
     except DatabaseError as e:
-        return JsonResponse({"errors": [errors.unreachable("", e, queue=False)]}, status=503)
+        return JsonResponse({"errors": [errors.unreachable("", e, queue=False)]}, status=errors.unreachable_status(e))
     return JsonResponse(_plan_summary(planned, data["depth"], data["runs"]))
 
 
@@ -150,8 +150,12 @@ def _launch(request: HttpRequest) -> HttpResponse:
         for message in e.messages:
             form.add_error(None, message)
         return _render_list(request, form, status=400)
-    except errors.UNREACHABLE as e:
-        form.add_error(None, errors.unreachable("the sweep could not be started", e))
-        return _render_list(request, form, status=503)
+    except launch.StoredUnqueued as e:  # stored, and partly queued: the message says what and how to go on
+        form.add_error(None, f"the sweep did not start in full: {e}")
+        return _render_list(request, form, status=507)
+    except errors.UNREACHABLE as e:  # rolled back: nothing is stored
+        form.add_error(None, errors.unreachable("the sweep could not be started", e,
+                                                then="launch it again (nothing was stored)"))
+        return _render_list(request, form, status=errors.unreachable_status(e))
     messages.success(request, f"sweep {sweep.pk} launched")
     return redirect("sweeps:detail", sweep_id=sweep.pk)

@@ -49,6 +49,16 @@ def test_bad_job_file_is_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+def test_a_key_named_twice_is_one_line_naming_its_path_and_exit_2(tmp_path):
+    path = tmp_path / "twice.json"
+    path.write_text(open("agentcore/jobfiles/triage.json").read().replace('"name": "triage"',
+                                                                          '"name": "triage", "name": "other"', 1))
+    r = run("sweep", "--job", str(path), "--design", "loop", "--tracker", "keyed")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"agentcore: error: {path}: name: the key 'name' appears more than once "
+                                             "in its object (JSON would keep only the last, silently): write it once"]
+
+
 def test_unknown_design_is_a_usage_error_without_traceback():
     r = run("sweep", "--design", "nope", "--tracker", "keyed")
     assert r.returncode == 2

@@ -119,3 +119,33 @@ def test_nan_and_huge_numbers_are_errors_not_crashes():
         parse('{"name": ' + "9" * 5000 + "}", "j")
     with pytest.raises(JobError, match="too large"):
         parse('{"name": 1e400}', "j")
+
+
+def twice(text: str, old: str, new: str) -> str:
+    """`text` with `old` (once) followed by `new`: a JSON object that names a key twice."""
+    assert old in text
+    return text.replace(old, f"{old}, {new}", 1)
+
+
+@pytest.mark.parametrize(("old", "new", "path"), [
+    ('"name": "small"', '"name": "other"', "name"),
+    ('"op": "comment"', '"op": "create_issue"', r"tools\.comment\.op"),
+    ('"title": "t"', '"title": "u"', r"turns\[0\]\.calls\[0\]\.args\.title"),
+    ('"final": "done"', '"final": "again"', r"turns\[2\]\.final"),
+])
+def test_a_key_named_twice_in_an_object_is_refused_with_its_path(old, new, path):
+    text = twice(json.dumps(GOOD), old, new)
+    key = new.split('"')[1]
+    with pytest.raises(JobError, match=rf"^j: {path}: the key '{key}' appears more than once in its object"):
+        parse(text, "j")
+
+
+def test_the_outermost_repeated_key_is_named_first():
+    text = twice(twice(json.dumps(GOOD), '"op": "comment"', '"op": "comment"'), '"name": "small"', '"name": "x"')
+    with pytest.raises(JobError, match=r"^j: name: the key 'name'"):
+        parse(text, "j")
+
+
+def test_the_same_key_in_two_objects_is_no_repeat():
+    job = parse(json.dumps(GOOD), "j")
+    assert [t.op for t in job.tools.values()] == ["create_issue", "comment"]  # two "op" keys, one per tool

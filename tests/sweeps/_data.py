@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from agentcore.sweep import TABLE
@@ -9,6 +10,14 @@ from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 
 KINDS = ("reply-arrived", "tracker-accepted", "tool-returned", "result-saved")
+
+
+def long_title_job(chars: int = 990_000) -> str:
+    """The triage job with its first issue's title `chars` characters long: valid, under the upload
+    limit, and carried by every state of every scenario."""
+    job = json.loads(builtin_job_source())
+    job["turns"][0]["calls"][0]["args"]["title"] = "x" * chars
+    return json.dumps(job)
 
 
 def configs(n: int = 11) -> list[dict[str, str]]:

@@ -114,6 +114,11 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("a-string", b'"a job"', "file: must be an object, not str"),
     ("null", b"null", "file: must be an object, not NoneType"),
     ("true", b"true", "file: must be an object, not bool"),
+    # a key named twice in one object (JSON alone would keep the last, silently)
+    ("name-twice", json.dumps(TRIAGE).replace('"name": "triage"', '"name": "triage", "name": "x"', 1).encode(),
+     "hostile.json: name: the key 'name' appears more than once in its object"),
+    ("op-twice", json.dumps(TRIAGE).replace('"op": "comment"', '"op": "comment", "op": "search"', 1).encode(),
+     "hostile.json: tools.comment.op: the key 'op' appears more than once in its object"),
     # not JSON at all
     ("broken-json", b'{"name": "x", "tools": {', "not valid JSON"),
     ("blank", b"   \n\t ", "not valid JSON"),
@@ -159,6 +164,28 @@ def test_a_job_file_over_the_limit_is_refused(auth, enqueued):
     r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=SimpleUploadedFile("big.json", content)))
     assert r.status_code == 400 and f"the limit is {limit:,}" in text(r)
     assert counts() == (0, 0) and enqueued == []
+
+
+def test_a_job_too_big_for_its_sweep_is_a_form_error_with_its_figure_and_stores_nothing(
+        auth, enqueued, django_capture_on_commit_callbacks):
+    content = _data.long_title_job().encode()  # valid, under the upload limit: only its cost is too big
+    assert len(content) < settings.SWEEPSITE_MAX_JOB_BYTES
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=SimpleUploadedFile("long.json",
+                                                                                                      content)))
+    assert r.status_code == 400
+    page = html.unescape(text(r))
+    assert "this sweep's states would carry about 9.4" in page
+    assert "bytes of calls and final text), more than the 1 GB a sweep may carry" in page
+    assert counts() == (0, 0) and callbacks == [] and enqueued == []
+
+
+def test_the_plan_of_a_job_too_big_for_its_sweep_is_a_400_saying_so(auth):
+    upload = SimpleUploadedFile("long.json", _data.long_title_job().encode())
+    r = auth.post(reverse("sweeps:plan"), launch_data(job="upload", job_file=upload))
+    assert r.status_code == 400
+    (error,) = r.json()["errors"]
+    assert error.startswith("this sweep's states would carry about 9.4") and "the 1 GB a sweep may carry" in error
 
 
 def test_a_job_file_exactly_at_the_limit_is_read(auth, settings):

@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
+from sweeps import configs
 from sweeps import workers as sweepworkers
 from sweeps.configs import Conditions, conditions_of
 from sweeps.models import Sweep
@@ -66,6 +67,17 @@ def test_user_errors_are_one_line_and_store_nothing(argv, message):
         call_command("sweep", *argv)
     assert "\n" not in str(e.value)
     assert Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_job_file_naming_a_key_twice_is_one_line_with_its_path_and_stores_nothing(tmp_path):
+    path = tmp_path / "twice.json"
+    source = configs.builtin_job_source("triage")
+    path.write_text(source.replace('"op": "comment"', '"op": "comment", "op": "search"', 1))
+    with pytest.raises(CommandError) as e:
+        call_command("sweep", "table", "--job", str(path))
+    assert str(e.value).startswith(f"{path}: tools.comment.op: the key 'op' appears more than once in its object")
+    assert "\n" not in str(e.value) and Sweep.objects.count() == 0
 
 
 @pytest.fixture
@@ -188,4 +200,20 @@ def test_a_depth_3_sweep_too_big_to_store_is_one_line_before_asking_for_workers(
                                            r"1,000,000") as e:
         call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "3", "--crash-model",
                      "power-cut", "--fsync", "off")
+    assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_job_too_big_for_its_sweep_is_one_line_before_asking_for_workers(monkeypatch, tmp_path):
+    from sweeps.management.commands import sweep as command
+    from tests.sweeps import _data
+
+    asked = []
+    monkeypatch.setattr(command.workers, "await_queue_worker", lambda: asked.append(1) or 0)
+    path = tmp_path / "long.json"
+    path.write_text(_data.long_title_job())
+    with pytest.raises(CommandError, match=r"^this sweep's states would carry about 9\.4\d GB of its job \(about "
+                                           r"9,\d{3} scenarios, each carrying the job's 990,372 bytes") as e:
+        call_command("sweep", "table", "--job", str(path))
+    assert "more than the 1 GB a sweep may carry" in str(e.value)
     assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0

@@ -174,6 +174,43 @@ def test_a_depth_3_sweep_too_big_to_store_is_refused_by_its_plan_saying_its_size
     assert e.value.error_list[0].code == "too_big"
 
 
+def test_the_plan_says_what_the_sweep_s_states_carry_of_its_job():
+    plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
+    assert plan.job_bytes == jobs.carried_bytes(jobs.load("triage")) == 404
+    assert plan.job_total == TABLE_SCENARIOS * 404 < limits.MAX_SWEEP_JOB_BYTES
+
+
+def test_every_sweep_of_the_triage_job_is_within_the_job_bytes_bound():
+    for depth, runs in ((2, limits.MAX_RUNS), (3, 1)):
+        plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=depth, runs=runs)
+        assert plan.job_total < limits.MAX_SWEEP_JOB_BYTES / 2, (depth, runs, plan.job_total)
+    assert limits.MAX_DEPTH3_SCENARIOS * 404 < limits.MAX_SWEEP_JOB_BYTES
+
+
+def test_a_job_too_big_for_its_sweep_is_refused_by_its_plan_with_the_figure_and_the_bound():
+    start = time.monotonic()
+    with pytest.raises(ValidationError) as e:
+        planning.sweep_plan(job_source=_data.long_title_job(), configs=TABLE, depth=2)
+    took = time.monotonic() - start
+    (message,) = e.value.messages
+    assert message.startswith("this sweep's states would carry about 9.4") and " GB of its job (about 9," in message
+    assert ("each carrying the job's 990,372 bytes of calls and final text), more than the 1 GB a sweep may "
+            "carry") in message
+    assert e.value.error_list[0].code == "too_big"
+    assert took < 10  # counted exactly (the full budget of these slower steps): 12.8 s here
+
+
+def test_the_same_long_job_at_depth_1_is_within_the_bound():
+    plan = planning.sweep_plan(job_source=_data.long_title_job(), configs=LOOP, depth=1)
+    assert plan.scenarios == plan.chunks and plan.job_total < limits.MAX_SWEEP_JOB_BYTES
+
+
+def test_launching_a_job_too_big_for_its_sweep_stores_and_enqueues_nothing(enqueued):
+    with pytest.raises(ValidationError, match="this sweep's states would carry"):
+        launch.sweep_create(user=None, job_source=_data.long_title_job(), configs=TABLE, depth=2)
+    assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []
+
+
 def test_planning_stores_and_enqueues_nothing(enqueued):
     planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
     assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []

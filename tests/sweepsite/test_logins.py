@@ -112,3 +112,64 @@ def test_an_operator_cannot_unlock_in_the_admin(ann):
 def test_without_a_cool_off_the_message_says_staff_unlock_it(settings):
     settings.AXES_COOLOFF_TIME = None
     assert lockout_message().endswith("Ask staff to unlock it.")
+
+
+# --- one address across usernames (sweepsite.lockout.AddressBoundHandler) -------------------------
+
+def test_the_address_bound_is_30_failures_whatever_the_usernames():
+    assert settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES == 30
+    assert settings.AXES_HANDLER == "sweepsite.lockout.AddressBoundHandler"
+
+
+def guess_many(client: Client, usernames: int, each: int, prefix: str = "u") -> list[int]:
+    """`each` wrong passwords at each of `usernames` usernames (u0, u1, ...); the answers' statuses."""
+    return [attempt(client, f"{prefix}{n}", "wrong-guess").status_code for n in range(usernames) for _ in range(each)]
+
+
+def test_an_address_guessing_at_many_usernames_is_locked_out_for_every_username(ann, settings):
+    settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES = 12  # the real bound's behaviour, in fewer posts
+    c = Client(REMOTE_ADDR="10.0.0.7")
+    # 4 tries at each username, under the pair's bound of 5: before, 4 x 20 went unanswered by a lockout.
+    statuses = guess_many(c, 20, 4)
+    assert statuses[:11] == [200] * 11 and set(statuses[11:]) == {429}  # the 12th failure locks the address
+    r = attempt(c, "ann", PASSWORD)  # a username it never tried, with the right password
+    page = r.content.decode()
+    assert r.status_code == 429 and not logged_in(c)
+    assert ("Too many failed logins from your address: after 12 wrong passwords from it, whatever the usernames, "
+            "logging in from here is locked for every username (the right password is refused too). "
+            "Try again in 15 minutes, or ask staff to unlock it.") in page
+    other = Client(REMOTE_ADDR="10.0.0.8")  # another address is not locked out
+    assert attempt(other, "ann", PASSWORD).status_code == 302 and logged_in(other)
+
+
+def test_below_the_address_bound_every_username_still_logs_in(ann, settings):
+    settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES = 12
+    c = Client(REMOTE_ADDR="10.0.0.7")
+    assert set(guess_many(c, 11, 1)) == {200}
+    assert attempt(c, "ann", PASSWORD).status_code == 302 and logged_in(c)
+
+
+def test_a_success_clears_only_its_own_username_s_failures_from_the_address(ann, settings):
+    settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES = 12
+    c = Client(REMOTE_ADDR="10.0.0.7")
+    guess_many(c, 2, 4)  # 8 failures at u0 and u1
+    for _ in range(3):
+        attempt(c, "ann", "wrong-guess")
+    assert attempt(c, "ann", PASSWORD).status_code == 302  # 11 failures; ann's 3 are cleared, 8 stay
+    assert not AccessAttempt.objects.filter(username="ann").exists()
+    assert set(guess_many(Client(REMOTE_ADDR="10.0.0.7"), 3, 1, "v")) == {200}  # 11 again: still under 12
+    assert attempt(Client(REMOTE_ADDR="10.0.0.7"), "u9", "wrong-guess").status_code == 429  # the 12th
+
+
+def test_staff_unlock_an_address_with_the_reset_command(ann, settings):
+    settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES = 6
+    c = Client(REMOTE_ADDR="10.0.0.7")
+    guess_many(c, 3, 2)
+    assert attempt(c, "ann", PASSWORD).status_code == 429
+    call_command("axes_reset_ip", "10.0.0.7", stdout=io.StringIO())
+    assert attempt(c, "ann", PASSWORD).status_code == 302 and logged_in(c)
+
+
+def test_the_address_message_without_a_cool_off_says_staff_unlock_it(settings):
+    settings.AXES_COOLOFF_TIME = None
+    assert lockout_message(address=True).endswith("Ask staff to unlock it.")

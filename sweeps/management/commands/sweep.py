@@ -32,7 +32,7 @@ from tqdm import tqdm
 from agentcore import jobs, report
 from agentcore.checkpoint import CheckpointError
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, plan, replay, selectors, workers
+from sweeps import configs, diskfull, plan, replay, selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep
 from sweeps.services import launch, recovery
@@ -82,14 +82,19 @@ class Command(BaseCommand):
             if not options["workers"]:  # user errors first, then whether anything would run it
                 configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
                                     source_name=source_name, **conditions)
-                plan.depth3_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                  source_name=source_name, **conditions)
+                plan.size_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                source_name=source_name, **conditions)
                 self._need_workers()
             sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
                                         runs=runs, source_name=source_name, **conditions)
         except ValidationError as e:
             raise CommandError("; ".join(e.messages)) from None
+        except launch.StoredUnqueued as e:
+            raise CommandError(f"the sweep did not start in full: {e}") from None
         except (KombuError, DatabaseError, OSError) as e:
+            if diskfull.full(e):  # before the commit: rolled back
+                raise CommandError(f"the sweep could not be started: the disk is full ({diskfull.reason(e)}); "
+                                   f"nothing was stored: {diskfull.ADVICE}, then run it again") from None
             raise CommandError(f"the sweep could not be started: the broker or the database is unreachable "
                                f"({type(e).__name__}: {e})") from None
         started = workers.start_workers(options["workers"]) if options["workers"] else []
@@ -124,6 +129,9 @@ class Command(BaseCommand):
         try:
             waited = workers.await_queue_worker()
         except (KombuError, OSError) as e:
+            if diskfull.full(e):
+                raise CommandError(f"cannot ask the workers: the disk is full ({diskfull.reason(e)}); nothing was "
+                                   f"stored: {diskfull.ADVICE}, then run it again") from None
             raise CommandError(f"cannot ask the workers: the broker is unreachable ({type(e).__name__}: {e})") from None
         if waited:
             raise CommandError(f"no Celery worker answers on queue {workers.queue_name()} (asked for "
