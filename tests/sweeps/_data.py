@@ -12,7 +12,7 @@ from sweeps.models import Chunk, Question, Scenario, Sweep
 KINDS = ("reply-arrived", "tracker-accepted", "tool-returned", "result-saved")
 
 
-def long_title_job(chars: int = 990_000) -> str:
+def long_title_job(chars: int = 400_000) -> str:
     """The triage job with its first issue's title `chars` characters long: valid, under the upload
     limit, and carried by every state of every scenario."""
     job = json.loads(builtin_job_source())

@@ -175,7 +175,7 @@ def test_a_job_too_big_for_its_sweep_is_a_form_error_with_its_figure_and_stores_
                                                                                                       content)))
     assert r.status_code == 400
     page = html.unescape(text(r))
-    assert "this sweep's states would carry about 9.4" in page
+    assert "this sweep's states would carry about 3.8" in page
     assert "bytes of calls and final text), more than the 1 GB a sweep may carry" in page
     assert counts() == (0, 0) and callbacks == [] and enqueued == []
 
@@ -185,7 +185,7 @@ def test_the_plan_of_a_job_too_big_for_its_sweep_is_a_400_saying_so(auth):
     r = auth.post(reverse("sweeps:plan"), launch_data(job="upload", job_file=upload))
     assert r.status_code == 400
     (error,) = r.json()["errors"]
-    assert error.startswith("this sweep's states would carry about 9.4") and "the 1 GB a sweep may carry" in error
+    assert error.startswith("this sweep's states would carry about 3.8") and "the 1 GB a sweep may carry" in error
 
 
 def test_a_job_file_exactly_at_the_limit_is_read(auth, settings):

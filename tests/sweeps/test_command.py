@@ -212,8 +212,8 @@ def test_a_job_too_big_for_its_sweep_is_one_line_before_asking_for_workers(monke
     monkeypatch.setattr(command.workers, "await_queue_worker", lambda: asked.append(1) or 0)
     path = tmp_path / "long.json"
     path.write_text(_data.long_title_job())
-    with pytest.raises(CommandError, match=r"^this sweep's states would carry about 9\.4\d GB of its job \(about "
-                                           r"9,\d{3} scenarios, each carrying the job's 990,372 bytes") as e:
+    with pytest.raises(CommandError, match=r"^this sweep's states would carry about 3\.8\d GB of its job \(about "
+                                           r"9,\d{3} scenarios, each carrying the job's 400,372 bytes") as e:
         call_command("sweep", "table", "--job", str(path))
     assert "more than the 1 GB a sweep may carry" in str(e.value)
     assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0

@@ -193,8 +193,8 @@ def test_a_job_too_big_for_its_sweep_is_refused_by_its_plan_with_the_figure_and_
         planning.sweep_plan(job_source=_data.long_title_job(), configs=TABLE, depth=2)
     took = time.monotonic() - start
     (message,) = e.value.messages
-    assert message.startswith("this sweep's states would carry about 9.4") and " GB of its job (about 9," in message
-    assert ("each carrying the job's 990,372 bytes of calls and final text), more than the 1 GB a sweep may "
+    assert message.startswith("this sweep's states would carry about 3.8") and " GB of its job (about 9," in message
+    assert ("each carrying the job's 400,372 bytes of calls and final text), more than the 1 GB a sweep may "
             "carry") in message
     assert e.value.error_list[0].code == "too_big"
     assert took < 10  # counted exactly (the full budget of these slower steps): 12.8 s here
@@ -674,3 +674,14 @@ def test_the_queued_tasks_of_a_deleted_sweep_are_no_ops_on_real_workers(celery_w
     assert status(after) == Sweep.Status.DONE
     assert not Chunk.objects.filter(sweep_id=doomed.pk).exists()
     assert not Scenario.objects.filter(sweep_id=doomed.pk).exists()
+
+
+def test_the_issues_990_000_character_title_is_refused_before_it_is_played():
+    # Its steps alone (every state writes the title) are past the plan's bound of work
+    # (sweeps.cost), which is counted before anything is played.
+    start = time.monotonic()
+    with pytest.raises(ValidationError) as e:
+        planning.sweep_plan(job_source=_data.long_title_job(990_000), configs=TABLE, depth=2)
+    (message,) = e.value.messages
+    assert f"the bound is {limits.PLAN_STEPS:,}" in message and "steps of work" in message
+    assert time.monotonic() - start < 10  # 12.8 s counted in full, and 122 s swept, before bounds
