@@ -1414,7 +1414,8 @@ def test_a_launch_over_its_bound_is_a_form_error_at_once_with_its_figure_and_sto
                                                                            trackers=["keyed"], **HEAVY_FORM)))
     page = html.unescape(text(r))
     assert r.status_code == 400 and took < REFUSED_SECONDS, took
-    assert re.search(r"planning this sweep's chunks would take more than [\d,]+ steps of work", page)
+    assert re.search(r"(planning this sweep's chunks|counting this sweep's planned size) would take more than [\d,]+ "
+                     r"steps of work", page)
     assert f"the bound is {limits.LAUNCH_STEPS:,}" in page
     assert Sweep.objects.count() == Chunk.objects.count() == 0
 
