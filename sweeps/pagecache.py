@@ -8,7 +8,9 @@ Rules:
   never change (done needs every chunk stored and every question resumed), so its version is its
   identity alone and costs no query; another sweep's adds its status, stored chunks and open and
   resumed questions (two COUNTs over indexes). A running sweep has no version: its version would
-  move with every chunk, so its pages are computed on each request, as before.
+  move with every chunk, so its pages are computed on each request, as before; but for its
+  heaviest part, the heatmaps' figures (`every_status`), which are then drawn once per chunk stored
+  however many look at them meanwhile.
 - The version is read before the rows it names, never after: a chunk stored between the two leaves
   newer rows under an older version (the next request's version computes them again), never older
   rows under a newer version.
@@ -39,16 +41,16 @@ T = TypeVar("T")
 _MISSING = object()
 
 
-def rows_version(sweep: Sweep) -> str | None:
-    """The version of the sweep's stored rows (see the rules), or None for a running sweep; read once
-    per Sweep object (one request's)."""
+def rows_version(sweep: Sweep, *, every_status: bool = False) -> str | None:
+    """The version of the sweep's stored rows (see the rules), or None for a running sweep unless
+    `every_status`; read once per Sweep object (one request's)."""
+    if sweep.status == Sweep.Status.RUNNING and not every_status:
+        return None
     if hasattr(sweep, "_rows_version"):
         return sweep._rows_version
     identity = f"{sweep.pk}.{sweep.created_at.timestamp():.6f}"
     if sweep.status == Sweep.Status.DONE:
         version: str | None = f"{identity}.done"
-    elif sweep.status == Sweep.Status.RUNNING:
-        version = None
     else:
         stored = Chunk.objects.filter(sweep=sweep, stored=True).count()
         q = Question.objects.filter(sweep=sweep).aggregate(
@@ -59,19 +61,21 @@ def rows_version(sweep: Sweep) -> str | None:
     return version
 
 
-def key(sweep: Sweep, part: str, params: Any = None) -> str | None:
-    """The cache key of one part of a page of this version of the sweep's rows (None: a running sweep)."""
-    version = rows_version(sweep)
+def key(sweep: Sweep, part: str, params: Any = None, *, every_status: bool = False) -> str | None:
+    """The cache key of one part of a page of this version of the sweep's rows (None: a running
+    sweep, unless `every_status`)."""
+    version = rows_version(sweep, every_status=every_status)
     if version is None:
         return None
     digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:32]
     return f"sweep.{version}.{part}.{digest}"
 
 
-def cached(sweep: Sweep, part: str, params: Any, compute: Callable[[], T]) -> T:
+def cached(sweep: Sweep, part: str, params: Any, compute: Callable[[], T], *, every_status: bool = False) -> T:
     """compute(), from the cache when this version of the sweep's rows has it (computed and kept if
-    not); computed each time for a running sweep. `params` are what else the value depends on (JSON)."""
-    k = key(sweep, part, params)
+    not); computed each time for a running sweep, unless `every_status`. `params` are what else the
+    value depends on (JSON)."""
+    k = key(sweep, part, params, every_status=every_status)
     if k is None:
         return compute()
     value = cache.get(k, _MISSING)

@@ -54,7 +54,7 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     names = [c["name"] for c in sweep.configs]
     pair = form.pair()
     figures = pagecache.cached(sweep, "heatmap", [metric, config, pair],
-                               lambda: _figures(sweep, names, metric, config, pair))
+                               lambda: _figures(sweep, names, metric, config, pair), every_status=True)
     return render(request, "sweeps/heatmap.html", {
         "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
         "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS], **figures,
