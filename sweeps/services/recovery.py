@@ -196,12 +196,14 @@ def chunks_requeue_lost() -> int:
 
 
 # Per process: whether the last read of the task queue failed (its warning is logged once).
-_BROKER_AWAY: list[bool] = []
+_broker_away = False
 
 
 def queued_messages() -> int | None:
     """How many messages wait in the dashboard's task queue; None if the broker cannot be asked."""
     from kombu.exceptions import ChannelError
+
+    global _broker_away
 
     try:
         with app.connection_for_write() as conn, conn.channel() as channel:
@@ -209,12 +211,12 @@ def queued_messages() -> int | None:
                 ok = channel.queue_declare(queue=str(app.conf.task_default_queue), passive=True)
             except (ChannelError, *conn.channel_errors):
                 return 0  # no such queue: transports drop an empty queue, or none was declared yet
-            _BROKER_AWAY.clear()
+            _broker_away = False
             return int(ok.message_count)
     except Exception as e:  # noqa: BLE001 - unreachable broker: ask again at the next round
-        if not _BROKER_AWAY:  # once until it answers again: the lost-message rule asks every round
+        if not _broker_away:  # once until it answers again: the lost-message rule asks every round
             log.warning("the watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
-        _BROKER_AWAY.append(True)
+        _broker_away = True
         return None
 
 
