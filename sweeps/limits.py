@@ -30,13 +30,9 @@ MAX_DEPTH3_SCENARIOS = 1_000_000
 # What a sweep carries: its planned scenarios times the bytes of the job each scenario's states carry
 # (agentcore.jobs.carried_bytes: the calls' arguments and the final text, copied into every
 # checkpoint, tracker record and model history). A worker's memory and time grow with it, not with
-# the scenarios alone: the triage table with one 990,000-character title carries 9.4 GB and took
-# 122 s and up to 980 MB per worker, where the same table with the triage job's 404 bytes carries
-# 3.9 MB (its 38 chunks of one configuration: 0.03 s and 19 MB against 3.7 s and 300 MB; time and
-# memory grow in proportion). Past this many bytes a launch is refused before anything is stored;
-# it admits every sweep of the triage job (a 10-run table: 0.33 GB; depth 3 at its bound: 0.4 GB)
-# and the table with up to about 100 KB of calls (4 s of playing, some 30 MB more per configuration
-# a worker holds).
+# the scenarios alone (docs/benchmarks.md: "A sweep's job bytes"). Past this many bytes a launch is
+# refused before anything is stored; it admits every sweep of the triage job (a 10-run table, depth
+# 3 at its bound) and the table with up to about 100 KB of calls.
 MAX_SWEEP_JOB_BYTES = 1_000_000_000
 # A sweep's name and notes (the person's words), and a configuration's name.
 MAX_NAME = 200
@@ -94,10 +90,9 @@ MAX_CHUNKS_PER_TASK = 8
 # Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/32 of the
 # estimated work not dealt yet, and none less than 1/128 of all of it (unless chunks run out). With
 # 4 workers the last messages are about 3% of a worker's share, so workers finish within that of
-# each other, where messages of equal size (1/32 each, before) left them up to 12% apart. No message
-# is bigger than the old equal ones: a dead worker's chunks, queued again ahead of the queue
-# (services.leases), wait at most for the live workers' current messages (1/16 left some 4 s behind
-# a big first message on this 2-core machine, against the 5 s goal).
+# each other (messages of equal size leave them further apart). No message is bigger than 1/32: a
+# dead worker's chunks, queued again ahead of the queue, wait at most for the live workers' current
+# messages, well inside the 5 s goal (a bigger first message would not be).
 MESSAGE_SHARE = 32
 TAIL_SHARE = 1 / 128
 # Message priorities, 0 (first) to PRIORITIES - 1 (services/taskqueue.py): as many lists as Redis is
@@ -116,17 +111,17 @@ AUDIT_UNIT_ROWS = 2_000
 # Counting a sweep's scenarios exactly plays every first crash point once, up to the end of its
 # restart (a depth-2 chunk has one twice scenario per point the restart reaches): about n^2 steps
 # for a configuration of n points. Up to PLAN_BUDGET steps in all, every point is played and the
-# count is exact (the chapter's table: 15,954 steps, 0.09 s here); past it, each configuration plays
+# count is exact (the chapter's table fits in it); past it, each configuration plays
 # evenly spaced first points (at least PLAN_MIN_SAMPLES) and the others are interpolated: "about".
 PLAN_BUDGET = 40_000
 # A step's time grows with the bytes of the job it carries (see MAX_SWEEP_JOB_BYTES): a job carrying
-# more than this many gets the budget in proportion (counting the triage table with a 990,000-byte
-# title exactly took 12.8 s; sampled, 2.7 s), so that planning a job to refuse it costs seconds.
+# more than this many gets the budget in proportion, so that planning a job to refuse it costs
+# seconds, not minutes (docs/benchmarks.md: "Planning a big job").
 PLAN_STEP_BYTES = 10_000
 PLAN_MIN_SAMPLES = 8
 # The launch form's time estimate when no sweep has finished on this install yet: scenarios per
-# second, a low figure of those measured on the 2-core machine (the table: 3,500/s with one worker,
-# 6,400/s with two; a 10-run table: 2,000/s with two); else the latest RATE_SWEEPS finished sweeps.
+# second, a low figure of those measured on a 2-core machine (docs/benchmarks.md: "Sweep rates");
+# else the latest RATE_SWEEPS finished sweeps.
 DEFAULT_RATE = 2000.0
 RATE_SWEEPS = 20
 
@@ -135,19 +130,17 @@ RATE_SWEEPS = 20
 # A request that plays scenarios (a witness, a stored scenario's timeline, the planned size, a
 # launch's planning) counts its work in agentcore's steps before it starts (sweeps.cost: a crash
 # point, a block written, a power-cut disk state looked at; one uninterrupted run counted without
-# listing the states), refuses past its bound, and stops there if the count was wrong. Steps run at
-# 150,000 to 500,000 a second on this 2-core machine (the slowest: a power cut without fsync, whose
-# states multiply with each job run), so a bound of 400,000 holds a web worker 3 s at most, a tenth
-# of gunicorn's timeout. The audit's witness links (2 job runs) are a few thousand steps for the
-# built-in job; a 6-run witness of it under a power cut without fsync is about 590,000, refused.
+# listing the states), refuses past its bound, and stops there if the count was wrong. At the
+# slowest step rate seen (a power cut without fsync, whose states multiply with each job run) a
+# bound of 400,000 holds a web worker 3 s at most, a tenth of gunicorn's timeout; the audit's witness
+# links (2 job runs) are a few thousand steps (docs/benchmarks.md: "Work one request may do").
 WITNESS_STEPS = 400_000
 # A stored scenario's timeline is played again as a witness is (sweeps.replay.scenario_replay).
 TIMELINE_STEPS = WITNESS_STEPS
 # The planned size plays each configuration's run and some of its restarts (PLAN_BUDGET); only
 # people who may launch ask for it, and each answer is cached, so it may take twice a witness's
-# time: the chapter's table is about 33,000 steps, its 10-run table under a power cut with fsync
-# 141,000, at depth 3 598,000 (3.5 s here; its size then refuses it); one job run under a power
-# cut without fsync 196,000, and three 1,380,000, refused.
+# time (docs/benchmarks.md: "Work one request may do" gives the steps of the chapter's table and its
+# bigger variants).
 PLAN_STEPS = 1_000_000
 # A launch plays each configuration's run once to list its chunks (and at depth 3 the planned size).
 LAUNCH_STEPS = PLAN_STEPS
@@ -161,9 +154,8 @@ LAUNCH_STEPS = PLAN_STEPS
 # chunks' leases and its own run out LEASE_SECONDS later at most, and the leader (the one worker
 # holding the leader lease) queues them again ahead of the queue on its next round; a worker takes
 # them when its current message is done. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a
-# message's time (the goal is 5 s; 1.6 to 3.5 s measured on this 2-core machine on 2026-12-06,
-# tests/sweeps/test_faults.py); the leader's own death costs no more, its lease
-# runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
+# message's time (the goal is 5 s, tests/sweeps/test_faults.py; docs/benchmarks.md: "Kill to
+# re-run"); the leader's own death costs no more, its lease runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
 # for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
 # Each round is two small UPDATEs per worker (its lease, the leader's; a worker that does not lead
 # also reads whether the leader's row exists) and, per process while it plays a chunk or an audit
@@ -211,8 +203,8 @@ WORKER_STOP_SECONDS = 30
 # --- logins and users --------------------------------------------------------------------------
 
 # django-axes: this many failed logins for one username from one address lock that pair out, for
-# LOCKOUT_MINUTES (0: until staff unlock it). A wrong password 60 times in a row was answered in
-# 18 s before; 5 keeps a person's typos well clear and a guesser at 5 tries per quarter hour.
+# LOCKOUT_MINUTES (0: until staff unlock it): 5 keeps a person's typos well clear and a guesser at
+# 5 tries per quarter hour.
 LOGIN_FAILURES = 5
 LOCKOUT_MINUTES = 15
 # And this many failed logins from one address, whatever the usernames, within LOCKOUT_MINUTES lock
@@ -238,8 +230,8 @@ MAX_SYNC_EXPORT_ROWS = 2 * MAX_CONFIGS
 # this many rows (each page its own short query: no read held open across the whole export).
 EXPORT_PAGE_ROWS = 2000
 # The export's progress (rows written) is stored every this many rows, and with it the time its
-# stall is judged by: about twice a second at the rate measured on this 2-core machine (~30,000
-# rows/s).
+# stall is judged by: about twice a second at the rate a 2-core machine writes them
+# (docs/benchmarks.md: "Exports").
 EXPORT_PROGRESS_ROWS = 20_000
 # An export not ready whose progress has not moved for this long is taken for lost (its worker or
 # its message gone): the next request for it queues it again. Far above a progress step's time on a

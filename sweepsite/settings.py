@@ -244,7 +244,7 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "sweepsite.lockout.lockout_response"
 AXES_VERBOSE = False
 
-# --- Hardening (issue 15 items 4-6): request bodies, Content-Security-Policy, health -------------
+# --- Hardening: request bodies, Content-Security-Policy, health -------------
 
 # Request bodies: a body longer than SWEEPSITE_MAX_REQUEST_BYTES (Content-Length) is answered 413 before
 # a byte of it is read, by the first middleware; an anonymous POST/PUT/PATCH/DELETE (but the log-in
