@@ -44,9 +44,9 @@ from agentcore import jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import selectors
-from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Sweep
 from sweeps.services import launch
+from sweeps.workqueue import workers as sweepworkers
 from sweepsite.celery import app
 
 

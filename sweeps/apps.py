@@ -7,9 +7,11 @@ class SweepsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Imported here, not at the top: Django imports this module before the models are loaded.
         from sweeps import roles
         from sweeps.models import Export
         from sweeps.services import export_files
+        from sweeps.workqueue import signals  # noqa: F401 - connects the workers' Celery signal handlers
 
         # The role groups (sweeps.roles), after auth has made this app's permissions.
         post_migrate.connect(roles.sync_groups, sender=self, dispatch_uid="sweeps.roles.sync_groups")

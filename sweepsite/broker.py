@@ -12,7 +12,7 @@ Its consumer takes the first name in sorted order: here a name starts with the m
 nanoseconds, zero-padded (kombu's unpadded milliseconds sort 1000000 before 999999, newer first,
 and two messages of one millisecond by their random suffix), so the queue is first in, first out
 within a priority and a chunk queued again after its worker died
-(services.taskqueue.FIRST) goes ahead of the rest.
+(sweeps.workqueue.publish.FIRST) goes ahead of the rest.
 
 Kombu also rewrites an exchange's table of bindings (control folder, `<exchange>.exchange`) in
 place, and creates it with `open("wb")` before taking its lock: workers started together (`make

@@ -29,7 +29,7 @@ def free_port() -> int:
 def session_environ(**extra: str) -> dict[str, str]:
     """The environment for a make target that shares this test session's database, broker folder
     and queue (DEBUG and production settings as the defaults leave them, unless `extra` says)."""
-    from sweeps import workers as sweepworkers
+    from sweeps.workqueue import workers as sweepworkers
 
     env = sweepworkers.worker_environ()
     for name in ("DJANGO_DEBUG", "DJANGO_PRODUCTION", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"):

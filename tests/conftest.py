@@ -107,7 +107,7 @@ def wait_until() -> Callable[..., Any]:
 @pytest.fixture(scope="session")
 def celery_workers(django_db_setup: None, django_db_blocker: Any) -> Iterator[list[subprocess.Popen]]:
     """Real worker processes on the session's broker, queue and test database (stopped at the end)."""
-    from sweeps import workers as sweepworkers
+    from sweeps.workqueue import workers as sweepworkers
     from sweepsite.celery import app
 
     with django_db_blocker.unblock():

@@ -10,10 +10,12 @@ Rules:
 - "Done" is read from the database: every unit stored. The finish (idempotent: running -> done once)
   replays the candidates of each broken subject's first breaking world to find its witness, once;
   a witness the witness page would refuse for its work (WITNESS_STEPS) is stored without its link.
-- Lost messages are found as a sweep's are. A unit is leased as a chunk is (services/leases.py):
+- Lost messages are found as a sweep's are. A unit is leased as a chunk is (workqueue/leases.py):
   its claim takes the lease, its store and a resume end it, and the watchdog's leader queues again,
   ahead of the queue, the units whose lease ran out with their worker's (a whole worker killed:
-  `audit_units_requeue_lapsed`, within seconds). `audits_resume_stalled` (the stall watchdog, and
+  workqueue/watchdog.py's `audit_units_requeue_lapsed`, within seconds), and those whose message was
+  lost before any lease named it; publishing units is the queue's (workqueue/publish.py's
+  `audit_units_enqueue`). `audits_resume_stalled` (the stall watchdog, and
   `manage.py audit --wait`) queues again the unstored units of a running audit that stored nothing
   and had no unit under a lease for a while, when the task queue is empty (a broker restarted
   empty). A unit that keeps failing fails its audit after MAX_CHUNK_ATTEMPTS.
@@ -39,9 +41,10 @@ from agentcore.jobs import parse as parse_job
 from agentcore.world import MODES
 from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
-from sweeps.limits import AUDIT_UNIT_ROWS, ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
+from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
-from sweeps.services import leases, messages, recovery, taskqueue
+from sweeps.services import recovery
+from sweeps.workqueue import leases, messages, publish, watchdog
 
 log = logging.getLogger(__name__)
 
@@ -83,29 +86,8 @@ def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: li
         units = AuditUnit.objects.bulk_create(
             [AuditUnit(audit=a, world=w, design=d, tracker=t) for w in ordered for d in designs for t in trackers])
         ids = [u.pk for u in units]
-        transaction.on_commit(lambda: _enqueue(a, ids))
+        transaction.on_commit(lambda: publish.audit_units_enqueue(a, ids))
     return a
-
-
-def _enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, first: bool = False) -> None:
-    """Stamp and publish a message per unit: ahead of the queue with `first` (lost units queued
-    again), else at their owner's fair share (services/taskqueue.py)."""
-    if first:
-        levels = [taskqueue.FIRST] * len(unit_ids)
-    else:
-        levels = taskqueue.priorities([AUDIT_UNIT_ROWS] * len(unit_ids),
-                                      taskqueue.owner_backlog(a.created_by_id, but_audit=a.pk))
-    messages.stamp(AuditUnit, [([pk], level) for pk, level in zip(unit_ids, levels, strict=True)])
-    try:
-        with taskqueue.app.producer_or_acquire() as producer:
-            for pk, level in zip(unit_ids, levels, strict=True):
-                taskqueue.publish(taskqueue.AUDIT_UNIT_RUN, (pk,), producer, level)
-    except Exception as e:
-        log.exception("audit %s: cannot enqueue its units", a.pk)
-        if fail:
-            take(Audit, a.pk, Audit.Status.FAILED, error=f"could not reach the task broker ({type(e).__name__}: "
-                                                         f"{e}); resume the audit once it is back")
-        raise
 
 
 def _candidates(cell: agentaudit.Cell) -> list[dict[str, Any]]:
@@ -199,7 +181,7 @@ def audit_resume(*, audit_id: int, manual: bool = True) -> int:
         if a.status == Audit.Status.FAILED:
             take(Audit, audit_id, Audit.Status.RUNNING, sources=[Audit.Status.FAILED], error="")
         if ids:
-            transaction.on_commit(lambda: _enqueue(a, ids, fail=manual))
+            transaction.on_commit(lambda: publish.audit_units_enqueue(a, ids, fail=manual))
     if not ids:
         audit_finish(audit_id=audit_id)
     return len(ids)
@@ -234,7 +216,7 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
             stalled.append(pk)
         else:
             audit_finish(audit_id=pk)
-    if not stalled or recovery.queued_messages() != 0:
+    if not stalled or watchdog.queued_messages() != 0:
         return 0
     n = 0
     for pk in stalled:
@@ -247,33 +229,11 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
     return n
 
 
-def audit_units_requeue_lapsed() -> int:
-    """The watchdog's lease rule for audits (as recovery.chunks_requeue_lapsed for chunks): queue
-    again, ahead of the queue, the unstored units of running audits whose lease ran out with their
-    worker's, ending each lease in the transaction that publishes its unit. Returns how many."""
-    lapsed = AuditUnit.objects.filter(lease_until__lt=timezone.now(), stored=False,
-                                      audit__status=Audit.Status.RUNNING).exclude(holder__in=leases.live_workers())
-
-    return leases.requeue_lapsed(lapsed, ("audit_id",), _publish_first, ("audit", "unit(s)"))
-
-
-def _publish_first(audit: tuple[int], ids: list[int]) -> None:
-    _enqueue(Audit(pk=audit[0]), ids, fail=False, first=True)
-
-
-def audit_units_requeue_lost() -> int:
-    """The watchdog's lost-message rule for audits (as recovery.chunks_requeue_lost for chunks):
-    queue again, ahead of the queue, the units of running audits whose message was lost before any
-    lease named it (services/messages.py). Returns how many."""
-    return leases.requeue_lapsed(messages.LOST.rows(AuditUnit, recovery.queued_messages), ("audit_id",), _publish_first,
-                                 ("audit", "unit(s)"), why=leases.LOST)
-
-
 def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
                check_alive: Callable[[], None]) -> Audit:
     """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
     --wait`), running the watchdog's rules for audits as recovery.wait_for says; the audit as it is then."""
     return recovery.wait_for(lambda: Audit.objects.get(pk=audit_id), lambda a: a.status != Audit.Status.RUNNING,
-                             lambda: (audit_units_requeue_lapsed() + audit_units_requeue_lost()
+                             lambda: (watchdog.audit_units_requeue_lapsed() + watchdog.audit_units_requeue_lost()
                                       + audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)),
                              stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)

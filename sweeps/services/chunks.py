@@ -1,12 +1,12 @@
 """Running chunks and storing their scenarios; every raw SQL statement of chunk storage is here.
 
 Rules:
-- A chunk is claimed (an attempt counted, its lease taken: services/leases.py) before it plays, and
+- A chunk is claimed (an attempt counted, its lease taken: workqueue/leases.py) before it plays, and
   stored by a conditional UPDATE (`... WHERE stored = false` and its sweep not cancelled; its lease
   ends) in the transaction that INSERTs its rows: two workers racing on one chunk store it once, the
   loser writes nothing.
 - Chunk rows are locked in ID order wherever several are (a claim, a store, a resume, a delete,
-  the lease rule); a lease renewal never waits for one (services/leases.py): on PostgreSQL no two
+  the lease rule); a lease renewal never waits for one (workqueue/leases.py): on PostgreSQL no two
   of them wait for each other in a cycle.
 - Work (agentcore playing scenarios) happens outside transactions.
 - Rows are INSERTed as tuples (sweeps.schema.record_row) in one executemany: building ~10,000
@@ -27,7 +27,8 @@ from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS, KEY_CHARS, KIND_CHARS, LABEL_CHARS, MAX_CHUNK_ATTEMPTS, QID_CHARS
 from sweeps.models import Chunk, Question, Scenario, Sweep, take
 from sweeps.schema import JSON_FIELDS, SCENARIO_COLUMNS, record_row
-from sweeps.services import leases, lifecycle, messages, taskqueue
+from sweeps.services import lifecycle
+from sweeps.workqueue import leases, messages, publish
 
 
 class Claimed(NamedTuple):
@@ -250,4 +251,4 @@ def add_later_chunk(sweep: Sweep, chunk: agentsweep.Chunk) -> None:
         return
     Sweep.objects.filter(pk=sweep.pk).update(total_chunks=F("total_chunks") + 1)
     take(Sweep, sweep.pk, Sweep.Status.RUNNING, sources=[Sweep.Status.WAITING])
-    transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=[row.pk]))
+    transaction.on_commit(lambda: publish.enqueue(sweep, chunk_ids=[row.pk]))

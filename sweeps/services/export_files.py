@@ -35,6 +35,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -44,7 +45,7 @@ from sweeps import exports, selectors
 from sweeps.configs import conditions_of
 from sweeps.limits import ERROR_CHARS, EXPORT_PAGE_ROWS, EXPORT_PROGRESS_ROWS, EXPORT_STALL_SECONDS
 from sweeps.models import Chunk, Export, Question, Sweep, take
-from sweeps.services import taskqueue
+from sweeps.workqueue import publish
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,8 @@ def _enqueue(export_id: int) -> None:
     """Publish the build (on commit); a broker out of reach fails the export with the reason, which
     its page shows with the button that asks again."""
     try:
-        with taskqueue.app.producer_or_acquire() as producer:
-            taskqueue.publish(taskqueue.EXPORT_BUILD, (export_id,), producer)
+        with current_app.producer_or_acquire() as producer:
+            publish.send(publish.EXPORT_BUILD, (export_id,), producer)
     except Exception as e:  # noqa: BLE001 - whatever the broker raised, the page says it and offers a retry
         log.exception("export %s: cannot enqueue its build", export_id)
         export_failed(export_id=export_id, error=f"could not reach the task broker ({type(e).__name__}: {e}); "

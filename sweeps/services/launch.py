@@ -21,7 +21,8 @@ from sweeps.configs import check, clean_name_notes, conditions_from
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep, take
 from sweeps.plan import launch_plan, size_check
-from sweeps.services import lifecycle, taskqueue
+from sweeps.services import lifecycle
+from sweeps.workqueue import publish
 
 
 class StoredUnqueued(Exception):
@@ -36,7 +37,7 @@ class StoredUnqueued(Exception):
 def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
                  person: str = "scripted", request_token: str | None = None,
                  source_name: str = "uploaded job", name: str = "", notes: str = "", **conditions: Any) -> Sweep:
-    """Validate, store the sweep and its chunks, and enqueue their messages on commit (taskqueue.deal).
+    """Validate, store the sweep and its chunks, and enqueue their messages on commit (publish.deal).
 
     Bad input raises ValidationError and stores nothing, and so does a sweep too big to launch
     (sweeps.plan.size_check: a depth-3 sweep of too many scenarios, a job too big for its sweep).
@@ -79,7 +80,7 @@ def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], d
 
 def _enqueue(sweep: Sweep, ids: list[int]) -> None:
     try:
-        taskqueue.enqueue(sweep, chunk_ids=ids)
+        publish.enqueue(sweep, chunk_ids=ids)
     except Exception as e:
         if not diskfull.full(e):
             raise
@@ -111,7 +112,7 @@ def _stored_unqueued(sweep: Sweep, e: BaseException) -> StoredUnqueued:
 
 
 def _store_chunks(sweep: Sweep, plan: list[Any]) -> list[int]:
-    """Store the planned chunks; their IDs (taskqueue.chunk_costs weighs them, taskqueue.deal deals them)."""
+    """Store the planned chunks; their IDs (publish.chunk_costs weighs them, publish.deal deals them)."""
     chunks = Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],
                label=c.label[:LABEL_CHARS]) for c in plan])

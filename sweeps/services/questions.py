@@ -14,7 +14,8 @@ from sweeps.limits import ERROR_CHARS
 from sweeps.models import Question, Scenario, Sweep, take
 from sweeps.replay import check_durable
 from sweeps.schema import outcome
-from sweeps.services import chunks, lifecycle, taskqueue
+from sweeps.services import chunks, lifecycle
+from sweeps.workqueue import publish
 
 
 def question_answer(*, question_id: int, user: Any, happened: bool) -> tuple[Question, bool]:
@@ -27,7 +28,7 @@ def question_answer(*, question_id: int, user: Any, happened: bool) -> tuple[Que
         question.refresh_from_db()
         if won:
             sweep = Sweep(pk=question.sweep_id)  # enqueue needs its ID only, not the job's text
-            transaction.on_commit(lambda: taskqueue.enqueue(sweep, question_ids=[question_id]))
+            transaction.on_commit(lambda: publish.enqueue(sweep, question_ids=[question_id]))
     return question, won
 
 
@@ -44,7 +45,7 @@ def questions_answer_truthfully(*, sweep_id: int, user: Any) -> int:
                 take(Question, pks, Question.Status.ANSWERED, answer=happened, answered_by=who, answered_at=now)
         if rows:
             ids = [pk for pk, _ in rows]  # locked while open: every one of them moved
-            transaction.on_commit(lambda: taskqueue.enqueue(Sweep(pk=sweep_id), question_ids=ids))
+            transaction.on_commit(lambda: publish.enqueue(Sweep(pk=sweep_id), question_ids=ids))
     return len(rows)
 
 

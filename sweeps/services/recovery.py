@@ -1,18 +1,18 @@
-"""Recovering lost work: the resume button, the watchdog's two rules, and asking the broker what waits.
+"""Recovering lost work over a sweep's rows: the resume button, the stall rule, and the command's wait.
 
 Rules:
-- The watchdog runs in the one worker that leads (services/leases.py, sweepsite/celery.py). Its first
-  rule, `chunks_requeue_lapsed` (every LEASE_RENEW_SECONDS, leases.requeue_lapsed): a chunk whose
-  lease ran out unstored with its worker's (the worker died with the message) is queued again ahead
-  of the queue, within seconds of the death. Its lost-message rule, `chunks_requeue_lost` (every
-  LEASE_RENEW_SECONDS too): a chunk whose message was lost before any lease named it
-  (services/messages.py) is queued again so. Its last, the stall rule `sweeps_resume_stalled`
-  (every quarter of the stall period, 0.25 to 15 s): a running sweep that for a
-  while stored nothing and had no chunk under a lease, with nothing left in the queue, lost
-  messages no worker held (a broker restarted empty); its missing chunks are queued again. `manage.py sweep`
-  runs both while it waits (`sweep_wait`) when no worker leads. The sweep page's resume button
-  (`sweep_resume`) does it by hand, also for a failed or cancelled sweep. A chunk that keeps failing
-  (or killing its worker) is bounded by MAX_CHUNK_ATTEMPTS either way.
+- What stays here is a service over a sweep's rows (it takes status edges, finalizes, checks the
+  owner's limit); the queue's own rules, which only read leases and message stamps and publish,
+  are sweeps/workqueue/watchdog.py's (the lease rule `chunks_requeue_lapsed`, the lost-message
+  rule `chunks_requeue_lost`, `queued_messages`).
+- The watchdog runs in the one worker that leads (workqueue/leases.py, workqueue/keeper.py). Besides
+  the queue's rules it runs the stall rule `sweeps_resume_stalled` (every quarter of the stall
+  period, 0.25 to 15 s): a running sweep that for a while stored nothing and had no chunk under a
+  lease, with nothing left in the queue, lost messages no worker held (a broker restarted empty);
+  its missing chunks are queued again. `manage.py sweep` runs the three while it waits
+  (`sweep_wait`) when no worker leads. The sweep page's resume button (`sweep_resume`) does it by
+  hand, also for a failed or cancelled sweep. A chunk that keeps failing (or killing its worker) is
+  bounded by MAX_CHUNK_ATTEMPTS either way.
 - Queuing a chunk again ends its lease, in the transaction that decides it: a lapsed lease is taken
   once (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), and a chunk resumed by hand or
   by the stall rule is not queued a second time by the lease rule.
@@ -36,8 +36,8 @@ from sweeps import selectors
 from sweeps.configs import check
 from sweeps.limits import POLL_SECONDS
 from sweeps.models import Chunk, Question, Sweep, take
-from sweeps.services import leases, lifecycle, messages, taskqueue
-from sweepsite.celery import app
+from sweeps.services import lifecycle
+from sweeps.workqueue import leases, publish, watchdog
 
 T = TypeVar("T")
 
@@ -84,8 +84,8 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
         if manual and sweep.status == Sweep.Status.CANCELLED:
             take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.CANCELLED], error="", finished_at=None)
         if chunk_ids or question_ids:
-            transaction.on_commit(lambda: taskqueue.enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
-                                                            fail_sweep=manual))
+            transaction.on_commit(lambda: publish.enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
+                                                          fail_sweep=manual))
     if not chunk_ids and not question_ids:
         lifecycle.sweep_finalize(sweep_id=sweep_id)
     return chunk_ids, question_ids
@@ -135,7 +135,7 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     seconds ago and not resumed yet. Only when the task queue is empty: messages still queued
     will reach a worker (or no worker runs, and queueing more would not help). So it recovers the
     messages of a broker that restarted empty, and any a worker died with before its claim took a
-    lease (`chunks_requeue_lapsed` recovers the others within seconds).
+    lease (watchdog.chunks_requeue_lapsed recovers the others within seconds).
     A running sweep with every chunk stored (its worker died before finalizing) is finalized. A
     failed sweep is left alone (its resume button is for people), and attempts are not reset: a
     chunk that keeps killing its worker still fails its sweep after MAX_CHUNK_ATTEMPTS. `sweep_id`
@@ -147,7 +147,7 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     stalled = _stalled(stalled_for, sweep_id, now, mono)
     if not stalled:
         return 0
-    queued = queued_messages()
+    queued = watchdog.queued_messages()
     if queued is None or queued > 0:
         return 0
     n = 0
@@ -167,59 +167,6 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
     return n
 
 
-def chunks_requeue_lapsed() -> int:
-    """The watchdog's lease rule: queue again, ahead of the queue, the unstored chunks of running
-    sweeps whose lease ran out with their worker's (a whole worker SIGKILLed, its host gone: their
-    messages died with it). A lapsed chunk whose worker lives is Celery's to give back (a prefork
-    pool process died: `reject_on_worker_lost`). Each lapsed lease is ended in the transaction that
-    publishes its chunk, so a chunk is queued once however many watchdogs look; a broker that cannot
-    be reached rolls it back (the next round tries again). Returns how many chunks were queued."""
-    lapsed = Chunk.objects.filter(lease_until__lt=timezone.now(), stored=False,
-                                  sweep__status=Sweep.Status.RUNNING).exclude(holder__in=leases.live_workers())
-
-    return leases.requeue_lapsed(lapsed, ("sweep_id", "sweep__depth"), _publish_first, ("sweep", "chunk(s)"))
-
-
-def _publish_first(sweep: tuple[int, int], ids: list[int]) -> None:
-    # The depth weighs the chunks when they are dealt to messages (taskqueue.chunk_cost).
-    taskqueue.enqueue(Sweep(pk=sweep[0], depth=sweep[1]), chunk_ids=ids, fail_sweep=False, first=True)
-
-
-def chunks_requeue_lost() -> int:
-    """The watchdog's lost-message rule: queue again, ahead of the queue, the unstored chunks of
-    running sweeps whose message was lost before any lease named it (a worker killed as it took the
-    message, a broker that came back empty: services/messages.py), within seconds of the loss. As
-    the lease rule, each is queued once however many watchdogs look. Returns how many chunks."""
-    lost = messages.LOST.rows(Chunk, queued_messages)
-    return leases.requeue_lapsed(lost, ("sweep_id", "sweep__depth"), _publish_first, ("sweep", "chunk(s)"),
-                                 why=leases.LOST)
-
-
-# Per process: whether the last read of the task queue failed (its warning is logged once).
-_broker_away = False
-
-
-def queued_messages() -> int | None:
-    """How many messages wait in the dashboard's task queue; None if the broker cannot be asked."""
-    from kombu.exceptions import ChannelError
-
-    global _broker_away
-
-    try:
-        with app.connection_for_write() as conn, conn.channel() as channel:
-            try:
-                ok = channel.queue_declare(queue=str(app.conf.task_default_queue), passive=True)
-            except (ChannelError, *conn.channel_errors):
-                return 0  # no such queue: transports drop an empty queue, or none was declared yet
-            _broker_away = False
-            return int(ok.message_count)
-    except Exception as e:  # noqa: BLE001 - unreachable broker: ask again at the next round
-        if not _broker_away:  # once until it answers again: the lost-message rule asks every round
-            log.warning("the watchdog cannot read the task queue (%s: %s)", type(e).__name__, e)
-        _broker_away = True
-        return None
-
-
 def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
                on_progress: Callable[[int], None], check_alive: Callable[[], None]) -> selectors.SweepState:
     """Wait until the sweep is done, failed or waiting for answers, or `timeout` seconds have passed
@@ -234,7 +181,7 @@ def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
         return state
 
     return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    lambda: (chunks_requeue_lapsed() + chunks_requeue_lost()
+                    lambda: (watchdog.chunks_requeue_lapsed() + watchdog.chunks_requeue_lost()
                              + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)),
                     stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
 

@@ -34,8 +34,8 @@ from django.conf import settings
 from agentcore import jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
-from sweeps import workers as sweepworkers
 from sweeps.limits import PRIORITIES
+from sweeps.workqueue import workers as sweepworkers
 from sweepsite.celery import app
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -177,7 +177,7 @@ def _children(pid: int) -> list[int]:
 
 
 def holder(pid: int) -> str:
-    """The lease holder a worker's chunks name: sweeps.services.leases.HOLDER in its main process."""
+    """The lease holder a worker's chunks name: sweeps.workqueue.leases.HOLDER in its main process."""
     return f"{socket.gethostname()}:{pid}"
 
 

@@ -13,7 +13,8 @@ from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Sweep
-from sweeps.services import chunks, export_files, launch, taskqueue
+from sweeps.services import chunks, export_files, launch
+from sweeps.workqueue import publish
 
 MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 
@@ -31,7 +32,7 @@ def launch_data(**kw: Any) -> dict[str, Any]:
 def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     """What the services publish, recorded instead of sent: [(task name, args), ...]."""
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *_: sent.append((name, tuple(args))))
+    monkeypatch.setattr(publish, "send", lambda name, args, producer, *_: sent.append((name, tuple(args))))
     return sent
 
 

@@ -20,7 +20,8 @@ from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps.models import Audit, AuditUnit
-from sweeps.services import audits, leases, recovery, taskqueue
+from sweeps.services import audits
+from sweeps.workqueue import keeper, leases, publish, watchdog
 from tests.sweeps._web import member, record_enqueued
 
 TRIAGE = sweep_configs.builtin_job_source("triage")
@@ -227,7 +228,7 @@ def lapse(ids, holder="gone:1"):
 def priorities(monkeypatch):
     """What the services publish, with each message's priority: [(task name, args, priority), ...]."""
     sent = []
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, priority=taskqueue.NORMAL:
+    monkeypatch.setattr(publish, "send", lambda name, args, producer, priority=publish.NORMAL:
                         sent.append((name, tuple(args), priority)))
     return sent
 
@@ -261,11 +262,11 @@ def test_the_lease_rule_queues_a_dead_workers_units_once_ahead_of_the_queue(monk
     failed = create()
     lapse(list(failed.units.values_list("pk", flat=True)))
     audits.audit_failed(audit_id=failed.pk, error="boom")  # its resume button is for people
-    assert audits.audit_units_requeue_lapsed() == 2
-    assert sent == [(tasks.audit_unit_run.name, (pk,), taskqueue.FIRST) for pk in ids[:2]]
+    assert watchdog.audit_units_requeue_lapsed() == 2
+    assert sent == [(tasks.audit_unit_run.name, (pk,), publish.FIRST) for pk in ids[:2]]
     assert not AuditUnit.objects.filter(pk__in=ids[:2], lease_until__isnull=False).exists()
     assert AuditUnit.objects.get(pk=ids[2]).holder == "alive:2"
-    assert audits.audit_units_requeue_lapsed() == 0  # queued once: their leases ended with it
+    assert watchdog.audit_units_requeue_lapsed() == 0  # queued once: their leases ended with it
     assert len(sent) == 2
 
 
@@ -278,11 +279,11 @@ def test_the_lease_rule_keeps_a_unit_s_lapsed_lease_while_the_broker_is_away(mon
 
     ids = sorted(create(designs=["loop"]).units.values_list("pk", flat=True))
     lapse(ids)
-    monkeypatch.setattr(taskqueue, "publish", down)
-    assert audits.audit_units_requeue_lapsed() == 0
+    monkeypatch.setattr(publish, "send", down)
+    assert watchdog.audit_units_requeue_lapsed() == 0
     assert AuditUnit.objects.filter(pk__in=ids, lease_until__isnull=False).count() == len(ids)  # rolled back
     sent = priorities(monkeypatch)
-    assert audits.audit_units_requeue_lapsed() == len(ids) and [args[0] for _, args, _ in sent] == ids
+    assert watchdog.audit_units_requeue_lapsed() == len(ids) and [args[0] for _, args, _ in sent] == ids
 
 
 @pytest.mark.django_db
@@ -293,7 +294,7 @@ def test_a_resume_ends_the_leases_of_the_units_it_queues(monkeypatch, django_cap
     lapse(ids)
     with django_capture_on_commit_callbacks(execute=True):
         assert audits.audit_resume(audit_id=a.pk) == len(ids)
-    assert audits.audit_units_requeue_lapsed() == 0  # not queued a second time
+    assert watchdog.audit_units_requeue_lapsed() == 0  # not queued a second time
     assert [args[0] for _, args in sent] == ids
 
 
@@ -301,7 +302,7 @@ def test_a_resume_ends_the_leases_of_the_units_it_queues(monkeypatch, django_cap
 def test_the_stall_rule_leaves_an_audit_with_a_unit_under_a_lease_alone(monkeypatch):
     record_enqueued(monkeypatch)
     monkeypatch.setattr(audits, "_AUTO_RESUMED", {})
-    monkeypatch.setattr(recovery, "queued_messages", lambda: 0)
+    monkeypatch.setattr(watchdog, "queued_messages", lambda: 0)
     a = create(designs=["loop"])
     Audit.objects.filter(pk=a.pk).update(created_at=timezone.now() - timedelta(seconds=60))
     pk = a.units.values_list("pk", flat=True).first()
@@ -315,7 +316,6 @@ def test_the_stall_rule_leaves_an_audit_with_a_unit_under_a_lease_alone(monkeypa
 def test_a_worker_takes_and_renews_the_lease_of_the_audit_unit_it_plays(monkeypatch):
     from celery.signals import task_postrun, task_prerun, task_received
 
-    from sweepsite import celery as celery_module
 
     sent = priorities(monkeypatch)
     ids = sorted(create(designs=["loop"]).units.values_list("pk", flat=True))
@@ -328,12 +328,12 @@ def test_a_worker_takes_and_renews_the_lease_of_the_audit_unit_it_plays(monkeypa
     assert AuditUnit.objects.get(pk=ids[0]).holder == leases.HOLDER
     task_prerun.send(sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],), kwargs={})
     try:
-        assert celery_module.playing_unit_ids() == [ids[1]] and celery_module.playing_chunk_ids() == []
+        assert keeper.playing_unit_ids() == [ids[1]] and keeper.playing_chunk_ids() == []
         lapse([ids[2]])  # a dead worker's
-        assert celery_module.Keeper(stalled_for=30).round() == 1  # renews, leads: the dead worker's unit queued again
+        assert keeper.Keeper(stalled_for=30).round() == 1  # renews, leads: the dead worker's unit queued again
         assert AuditUnit.objects.get(pk=ids[1]).lease_until > timezone.now()
-        assert sent == [(tasks.audit_unit_run.name, (ids[2],), taskqueue.FIRST)]
+        assert sent == [(tasks.audit_unit_run.name, (ids[2],), publish.FIRST)]
     finally:
         task_postrun.send(sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],),
                           kwargs={})
-    assert celery_module.playing_unit_ids() == []
+    assert keeper.playing_unit_ids() == []

@@ -15,9 +15,9 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from sweeps import configs
-from sweeps import workers as sweepworkers
 from sweeps.configs import Conditions, conditions_of
 from sweeps.models import Sweep
+from sweeps.workqueue import workers as sweepworkers
 
 
 @pytest.mark.django_db(transaction=True)

@@ -26,7 +26,8 @@ from kombu.exceptions import OperationalError as BrokerError
 
 from sweeps import diskfull
 from sweeps.models import Chunk, Scenario, Sweep
-from sweeps.services import chunks, launch, taskqueue
+from sweeps.services import chunks, launch
+from sweeps.workqueue import publish
 from tests.sweeps._web import counts, launch_data, logged_in, member
 
 LOOP = [{"name": "real loop, keyed tracker", "design": "loop", "tracker": "keyed"}]
@@ -81,12 +82,12 @@ def publish_until_full(monkeypatch: pytest.MonkeyPatch, room: int) -> list[Any]:
     """The broker takes `room` messages, then its disk is full."""
     sent: list[Any] = []
 
-    def publish(name: str, args: Any, producer: Any, *_: Any) -> None:
+    def send(name: str, args: Any, producer: Any, *_: Any) -> None:
         if len(sent) >= room:
             raise broker_full()
         sent.append((name, tuple(args)))
 
-    monkeypatch.setattr(taskqueue, "publish", publish)
+    monkeypatch.setattr(publish, "send", send)
     return sent
 
 
@@ -138,7 +139,7 @@ def test_when_the_database_cannot_even_mark_it_failed_the_message_says_so(staff,
         raise OperationalError("database or disk is full")
 
     monkeypatch.setattr(launch, "take", full)
-    monkeypatch.setattr(taskqueue, "take", full)  # where enqueue fails the sweep first
+    monkeypatch.setattr(publish, "take", full)  # where enqueue fails the sweep first
     r = staff.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"], trackers=["keyed"]))
     assert r.status_code == 507
     message = page_errors(r)

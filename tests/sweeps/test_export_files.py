@@ -23,8 +23,9 @@ from sweeps.configs import conditions_of
 from sweeps.limits import EXPORT_STALL_SECONDS
 from sweeps.models import Export, Sweep
 from sweeps.schema import LIST_FIELDS, SCENARIO_ORDER, row_fields
-from sweeps.services import export_files, taskqueue
+from sweeps.services import export_files
 from sweeps.views import _common
+from sweeps.workqueue import publish
 from tests.sweeps import _data, _faults
 from tests.sweeps._faults import Workers, private_broker
 from tests.sweeps._web import exported, logged_in, member, record_enqueued
@@ -96,7 +97,7 @@ def test_a_request_makes_one_export_and_a_repeat_is_a_no_op(viewer, sweep, enque
     with django_capture_on_commit_callbacks(execute=True):
         again = export_id_of(viewer.post(url_of(sweep, "csv", "has_dups=yes")))
     assert again == first and Export.objects.count() == 1
-    assert enqueued == [(taskqueue.EXPORT_BUILD, (first,))]  # queued once, on commit
+    assert enqueued == [(publish.EXPORT_BUILD, (first,))]  # queued once, on commit
     export = Export.objects.get()
     assert (export.status, export.fmt, export.query, export.created_by.username) == (
         Export.Status.PENDING, "csv", '{"has_dups":true}', "vic")
@@ -226,7 +227,7 @@ def test_a_lost_export_is_queued_again_by_the_next_request_and_a_live_one_is_not
     assert 'id="export-lost"' in page and 'id="export-again"' in page
     with django_capture_on_commit_callbacks(execute=True):
         assert export_id_of(viewer.post(reverse("sweeps:export", args=[pk]))) == pk  # its "ask again" button
-    assert enqueued == [(taskqueue.EXPORT_BUILD, (pk,))]
+    assert enqueued == [(publish.EXPORT_BUILD, (pk,))]
     assert (Export.objects.get(pk=pk).status, Export.objects.get(pk=pk).holder) == (Export.Status.PENDING, "")
 
 
@@ -239,7 +240,7 @@ def test_a_failed_export_is_queued_again_by_the_next_request(viewer, sweep, enqu
     assert "Failed: OperationalError: disk I/O error" in page and 'id="export-again"' in page
     with django_capture_on_commit_callbacks(execute=True):
         viewer.post(url_of(sweep))
-    assert enqueued == [(taskqueue.EXPORT_BUILD, (pk,))]
+    assert enqueued == [(publish.EXPORT_BUILD, (pk,))]
     assert (Export.objects.get(pk=pk).status, Export.objects.get(pk=pk).error) == (Export.Status.PENDING, "")
 
 
@@ -297,7 +298,7 @@ def test_a_broker_out_of_reach_fails_the_export_with_the_reason(viewer, sweep, m
     def down(*args, **kwargs):
         raise OSError("connection refused")
 
-    monkeypatch.setattr(taskqueue, "publish", down)
+    monkeypatch.setattr(publish, "send", down)
     with django_capture_on_commit_callbacks(execute=True):
         pk = export_id_of(viewer.post(url_of(sweep)))
     export = Export.objects.get(pk=pk)

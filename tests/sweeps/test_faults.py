@@ -15,7 +15,7 @@ Real `celery worker` processes (never eager) on a broker of the test's own and t
 - The broker or the database unreachable when a user launches: a clear message and a 503, no sweep
   left running (stored failed, or not at all).
 - The stall watchdog (recovery.sweeps_resume_stalled), leases, the leader and the lease rule
-  (services/leases.py, recovery.chunks_requeue_lapsed) on their own.
+  (workqueue/leases.py, workqueue/watchdog.py) on their own.
 
 What happened is printed to the terminal (kills survived, rows expected and stored, times).
 """
@@ -47,9 +47,11 @@ from django.utils import timezone
 
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
-from sweeps import workers as sweepworkers
 from sweeps.models import Audit, AuditUnit, Chunk, Lease, Question, Scenario, Sweep
-from sweeps.services import audits, chunks, launch, leases, lifecycle, questions, recovery, taskqueue
+from sweeps.services import audits, chunks, launch, lifecycle, questions, recovery
+from sweeps.workqueue import keeper, leases, publish
+from sweeps.workqueue import watchdog as watchdog_rules  # `watchdog` is the fixture below
+from sweeps.workqueue import workers as sweepworkers
 from sweepsite.celery import app
 from tests.sweeps import _faults
 from tests.sweeps._faults import Lab, Workers, filesystem_lab, private_broker, reference
@@ -438,7 +440,7 @@ def lost_sweep() -> tuple[Sweep, list[int], list[int]]:
     """A sweep whose messages are gone: the first half of its chunks with a dead worker (their leases
     ran out), the rest with a broker that restarted empty (never delivered). (sweep, held, lost)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
+        mp.setattr(publish, "enqueue", lambda *a, **k: None)
         sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     held, lost = ids[: len(ids) // 2], ids[len(ids) // 2:]
@@ -595,7 +597,7 @@ def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_runnin
 
 def test_a_launch_whose_database_fails_midway_stores_nothing(auth, monkeypatch, django_capture_on_commit_callbacks):
     sent: list[Any] = []
-    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: sent.append((a, kw)))
+    monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: sent.append((a, kw)))
 
     def connection_lost(*args: Any, **kw: Any) -> None:
         raise OperationalError("server closed the connection unexpectedly")
@@ -648,9 +650,9 @@ def watchdog(monkeypatch):
     """recovery.sweeps_resume_stalled with its queue length and its publishing recorded."""
     monkeypatch.setattr(recovery, "_AUTO_RESUMED", {})
     state: dict[str, Any] = {"queued": 0, "sent": [], "down": False, "priorities": set()}
-    monkeypatch.setattr(recovery, "queued_messages", lambda: state["queued"])
+    monkeypatch.setattr(watchdog_rules, "queued_messages", lambda: state["queued"])
 
-    def publish(args: Any, _n: str = "", priority: int = taskqueue.NORMAL) -> None:
+    def send(args: Any, _n: str = "", priority: int = publish.NORMAL) -> None:
         if state["down"]:
             from kombu.exceptions import OperationalError as BrokerError
 
@@ -658,13 +660,13 @@ def watchdog(monkeypatch):
         state["sent"].append((_n, args))
         state["priorities"].add(priority)
 
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, *p: publish(args, name, *p))
+    monkeypatch.setattr(publish, "send", lambda name, args, producer, *p: send(args, name, *p))
     return state
 
 
 def stalled_sweep(seconds: float = 60, **kw: Any) -> Sweep:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)  # its launch's messages "lost"
+        mp.setattr(publish, "enqueue", lambda *a, **k: None)  # its launch's messages "lost"
         sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1,
                                       **kw)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
@@ -744,7 +746,7 @@ def test_the_watchdog_waits_while_messages_are_queued_or_the_broker_is_away(watc
 
 def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog, caplog):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
+        mp.setattr(publish, "enqueue", lambda *a, **k: None)
         sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue")
         for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
             chunks.chunk_run(chunk_id=pk)
@@ -760,19 +762,19 @@ def test_the_watchdog_resumes_answers_whose_resume_was_lost(watchdog, caplog):
 
 
 def test_the_queue_length_is_read_from_the_broker(fs_lab):
-    assert recovery.queued_messages() == 0
+    assert watchdog_rules.queued_messages() == 0
     for pk in (10**9, 10**9 + 1, 10**9 + 2):  # no such chunks: nobody runs them
         tasks.chunk_run.apply_async((pk,))
-    assert recovery.queued_messages() == 3
+    assert watchdog_rules.queued_messages() == 3
     with private_broker(f"redis://127.0.0.1:{_faults.free_port()}/0", {}, {}):
-        assert recovery.queued_messages() is None
+        assert watchdog_rules.queued_messages() is None
 
 
 @pytest.mark.services
 def test_the_queue_length_is_read_from_redis(redis_lab):
-    assert recovery.queued_messages() == 0
+    assert watchdog_rules.queued_messages() == 0
     tasks.chunk_run.apply_async((10**9,))
-    assert recovery.queued_messages() == 1
+    assert watchdog_rules.queued_messages() == 1
     assert str(app.conf.broker_url) == redis_lab.redis.url
 
 
@@ -831,11 +833,11 @@ def test_the_lease_rule_queues_a_dead_workers_chunks_once_ahead_of_the_queue(wat
     failed_ids = list(Chunk.objects.filter(sweep=failed).values_list("pk", flat=True))
     lapse(failed_ids)
     chunks.chunk_failed(chunk_id=failed_ids[0], error="boom")  # its resume button is for people
-    assert recovery.chunks_requeue_lapsed() == 3
-    assert sent_chunk_ids(watchdog) == ids[:3] and watchdog["priorities"] == {taskqueue.FIRST}
+    assert watchdog_rules.chunks_requeue_lapsed() == 3
+    assert sent_chunk_ids(watchdog) == ids[:3] and watchdog["priorities"] == {publish.FIRST}
     assert not Chunk.objects.filter(pk__in=ids[:3], lease_until__isnull=False).exists()
     assert Chunk.objects.get(pk=ids[3]).holder == "alive:2"
-    assert recovery.chunks_requeue_lapsed() == 0  # queued once: their leases ended with it
+    assert watchdog_rules.chunks_requeue_lapsed() == 0  # queued once: their leases ended with it
     assert len(sent_chunk_ids(watchdog)) == 3
 
 
@@ -844,9 +846,9 @@ def test_the_lease_rule_leaves_a_lapsed_chunk_whose_worker_lives_to_celery(watch
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
     lapse(ids, holder="prefork:3")  # its pool process died: the worker gives the message back itself
     leases.alive(holder="prefork:3")
-    assert recovery.chunks_requeue_lapsed() == 0
+    assert watchdog_rules.chunks_requeue_lapsed() == 0
     Lease.objects.filter(holder="prefork:3").update(expires_at=timezone.now() - timedelta(seconds=0.1))
-    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids  # then the whole worker died
+    assert watchdog_rules.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids  # then the whole worker died
 
 
 def test_the_lease_rule_keeps_the_lapsed_leases_while_the_broker_is_away(watchdog):
@@ -854,10 +856,10 @@ def test_the_lease_rule_keeps_the_lapsed_leases_while_the_broker_is_away(watchdo
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))[:2]
     lapse(ids)
     watchdog["down"] = True
-    assert recovery.chunks_requeue_lapsed() == 0
+    assert watchdog_rules.chunks_requeue_lapsed() == 0
     assert Chunk.objects.filter(pk__in=ids, lease_until__isnull=False).count() == 2  # rolled back
     watchdog["down"] = False
-    assert recovery.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids
+    assert watchdog_rules.chunks_requeue_lapsed() == 2 and sent_chunk_ids(watchdog) == ids
 
 
 def test_a_resume_ends_the_leases_of_what_it_queues(watchdog):
@@ -866,7 +868,7 @@ def test_a_resume_ends_the_leases_of_what_it_queues(watchdog):
     lapse(ids)
     chunks.chunk_failed(chunk_id=ids[0], error="boom")
     assert recovery.sweep_resume(sweep_id=sweep.pk) == len(ids)
-    assert recovery.chunks_requeue_lapsed() == 0  # not queued a second time
+    assert watchdog_rules.chunks_requeue_lapsed() == 0  # not queued a second time
     assert sorted(sent_chunk_ids(watchdog)) == sorted(ids)
 
 
@@ -903,7 +905,6 @@ def test_a_worker_takes_the_leases_of_a_message_as_it_receives_it():
 def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(watchdog):
     from celery.signals import task_postrun, task_prerun
 
-    from sweepsite import celery as celery_module
 
     sweep = stalled_sweep(seconds=1)
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
@@ -913,18 +914,18 @@ def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(
         task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
     task_postrun.send(sender=tasks.chunk_run, task_id="t4", task=tasks.chunk_run, args=(ids[3],), kwargs={})
     try:
-        assert celery_module.playing_chunk_ids() == ids[:3]  # t4 ended; t3 plays no chunk
+        assert keeper.playing_chunk_ids() == ids[:3]  # t4 ended; t3 plays no chunk
         lapse([ids[4]])  # a dead worker's
-        assert celery_module.Keeper(stalled_for=0).round() == 0  # renews, never leads
+        assert keeper.Keeper(stalled_for=0).round() == 0  # renews, never leads
         assert leases.leader() is None and sent_chunk_ids(watchdog) == []
         assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
                       .values_list("pk", flat=True)) == ids[:3]
-        assert celery_module.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
+        assert keeper.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
         assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
     finally:
         for task_id, task, args in started:
             task_postrun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
-    assert celery_module.playing_chunk_ids() == []
+    assert keeper.playing_chunk_ids() == []
 
 
 class Steps:
@@ -1116,10 +1117,10 @@ def test_a_claim_locks_its_chunks_in_id_order_as_a_resume_does(watchdog):
 def recovered_first(queue: str) -> list[Any]:
     """Three chunk messages queued, then one queued again after its worker died: the order they are taken in."""
     sweep = Sweep(pk=1)
-    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 1])
-    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 2])
-    taskqueue.enqueue(sweep, chunk_ids=[10**9 + 3])
-    taskqueue.enqueue(sweep, chunk_ids=[10**9], first=True)
+    publish.enqueue(sweep, chunk_ids=[10**9 + 1])
+    publish.enqueue(sweep, chunk_ids=[10**9 + 2])
+    publish.enqueue(sweep, chunk_ids=[10**9 + 3])
+    publish.enqueue(sweep, chunk_ids=[10**9], first=True)
     taken = []
     with app.connection_for_read() as conn:
         for _ in range(4):
@@ -1138,13 +1139,12 @@ def test_a_dead_workers_chunks_go_ahead_of_the_redis_queue(redis_lab):
 
 
 def test_the_workers_watchdog_round_survives_a_database_that_is_down(monkeypatch):
-    from sweepsite import celery as celery_module
 
     def down(**kw: Any) -> int:
         raise OperationalError("connection refused")
 
     monkeypatch.setattr(recovery, "sweeps_resume_stalled", down)
-    assert celery_module.watchdog_round(5.0) == 0
+    assert keeper.watchdog_round(5.0) == 0
 
 
 def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings):
@@ -1155,7 +1155,7 @@ def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings)
     from django.core.management import call_command
 
     settings.SWEEPSITE_STALL_SECONDS = 0.1
-    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)  # every message lost
+    monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: None)  # every message lost
     monkeypatch.setattr(sweepworkers, "queue_workers", lambda *a, **kw: ["fake@host"])  # "a worker answers"
     calls: list[dict[str, Any]] = []
 

@@ -20,10 +20,11 @@ from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors
 from sweeps import plan as planning
-from sweeps import workers as sweepworkers
 from sweeps.configs import Conditions
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery
+from sweeps.workqueue import watchdog
+from sweeps.workqueue import workers as sweepworkers
 from tests.sweeps import _data
 from tests.sweeps._web import (
     launch_data,
@@ -308,7 +309,7 @@ def test_a_chunk_that_fails_in_a_cancelled_sweep_does_not_fail_it(enqueued):
 
 
 def test_the_stall_watchdog_leaves_a_cancelled_sweep_alone(enqueued, monkeypatch):
-    monkeypatch.setattr(recovery, "queued_messages", lambda: 0)  # an empty queue: it would requeue
+    monkeypatch.setattr(watchdog, "queued_messages", lambda: 0)  # an empty queue: it would requeue
     sweep = create()
     lifecycle.sweep_cancel(sweep_id=sweep.pk)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(minutes=5))
@@ -668,7 +669,7 @@ def test_the_queued_tasks_of_a_deleted_sweep_are_no_ops_on_real_workers(celery_w
     doomed = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
     removed = lifecycle.sweep_delete(sweep_id=doomed.pk)
     assert removed["chunks"] == 824
-    wait_until(lambda: recovery.queued_messages() == 0, timeout=60, what="the workers to take its messages")
+    wait_until(lambda: watchdog.queued_messages() == 0, timeout=60, what="the workers to take its messages")
     after = launch.sweep_create(user=None, job_source=TRIAGE, configs=LOOP, depth=1)
     wait_until(lambda: status(after) in ("done", "failed"), timeout=60, what="the next sweep")
     assert status(after) == Sweep.Status.DONE

@@ -1,4 +1,4 @@
-"""Lost work back within seconds whatever the moment of the failure (services/messages.py), with the
+"""Lost work back within seconds whatever the moment of the failure (workqueue/messages.py), with the
 stall rule at its default period (30 s), so only the lease and lost-message rules can meet the goal.
 
 - Whole workers SIGKILLed at seeded random moments (not only workers seen at work: one between two
@@ -29,9 +29,10 @@ import pytest
 
 from sweeps import configs as sweep_configs
 from sweeps import limits
-from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Sweep
-from sweeps.services import launch, leases
+from sweeps.services import launch
+from sweeps.workqueue import leases
+from sweeps.workqueue import workers as sweepworkers
 from tests.sweeps import _faults
 from tests.sweeps._faults import Lab, filesystem_lab, reference
 from tests.sweeps._faults import redis_lab as redis_lab_of
@@ -83,7 +84,7 @@ def requeues(logs: str, sweep: Sweep) -> list[tuple[float, str, list[int]]]:
 
 class Claims:
     """What a poll every 20 ms sees of each chunk: its claims (an attempt counted), as wall times, and
-    its messages, as (queued, priority, received) stamps (services/messages.py)."""
+    its messages, as (queued, priority, received) stamps (workqueue/messages.py)."""
 
     def __init__(self, sweep: Sweep) -> None:
         self.sweep = sweep

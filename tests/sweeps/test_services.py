@@ -14,7 +14,8 @@ from agentcore.checkpoint import CheckpointError
 from sweeps import configs as sweep_configs
 from sweeps import limits, schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
-from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue, timelines
+from sweeps.services import chunks, launch, lifecycle, questions, recovery, timelines
+from sweeps.workqueue import publish
 from tests.sweeps._web import record_conditions, record_enqueued, sent_chunk_ids
 
 pytestmark = pytest.mark.django_db
@@ -346,7 +347,7 @@ def test_the_estimated_shares_of_a_16_pair_job_end_together(enqueued, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         sweep = create(job_source=jobs.turn_pairs_source(16), depth=2)
     messages = sent_messages(enqueued)
-    work = dict(taskqueue.chunk_costs(sweep, chunk_ids(sweep)))
+    work = dict(publish.chunk_costs(sweep, chunk_ids(sweep)))
     assert len(work) == 420 and max(work.values()) >= 100 * min(work.values())
     assert (max(sum(work[pk] for pk in m) for m in messages)
             <= sum(work.values()) / limits.MESSAGE_SHARE + max(work.values()))
@@ -455,7 +456,7 @@ def test_a_broker_that_cannot_be_reached_fails_the_launch_with_a_message(monkeyp
     def down(*args, **kw):
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr(taskqueue, "publish", down)
+    monkeypatch.setattr(publish, "send", down)
     with pytest.raises(ConnectionRefusedError), django_capture_on_commit_callbacks(execute=True):
         create()
     sweep = Sweep.objects.get()

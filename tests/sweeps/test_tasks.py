@@ -15,9 +15,10 @@ from agentcore import designs, jobs, report
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import schema, selectors, tasks
-from sweeps import workers as sweepworkers
 from sweeps.models import Chunk, Question, Scenario, Sweep
-from sweeps.services import chunks, launch, questions, taskqueue
+from sweeps.services import chunks, launch, questions
+from sweeps.workqueue import publish
+from sweeps.workqueue import workers as sweepworkers
 from sweepsite.celery import app
 from tests.sweeps._faults import Workers
 
@@ -101,7 +102,7 @@ def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celer
 
 
 def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch):
-    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)  # no worker may store these chunks
+    monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: None)  # no worker may store these chunks
     sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
                                   depth=1)
     first, second = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True)[:2]
@@ -156,14 +157,14 @@ def four_workers(transactional_db, tmp_path, monkeypatch):
     env = {**sweepworkers.worker_environ(), "SWEEPSITE_QUEUE": queue, "SWEEPSITE_STALL_SECONDS": "0"}
     sent: dict[str, list[int]] = {}
 
-    def publish(name, args, producer, priority=taskqueue.NORMAL):
+    def send(name, args, producer, priority=publish.NORMAL):
         chunk_ids = list(args[0]) if name == tasks.chunks_run.name else [args[0]]
         sent[app.send_task(name, args, producer=producer, queue=queue, priority=priority).id] = chunk_ids
 
     workers = Workers(tmp_path, env, pool="solo", concurrency=1, queue=queue)
     try:
         workers.start(FOUR)
-        monkeypatch.setattr(taskqueue, "publish", publish)
+        monkeypatch.setattr(publish, "send", send)
         yield workers, sent
     finally:
         workers.stop()
@@ -263,7 +264,7 @@ def test_a_depth_3_sweep_on_postgresql_and_redis_stores_agentcore_s_table(celery
 
 def test_another_owners_small_sweep_is_not_starved_by_a_big_one(celery_workers, django_user_model, wait_until):
     # The big sweep's messages are all queued first; the small one's go ahead of its tail
-    # (taskqueue.priority_for), so it is done while most of the big one is still to come.
+    # (publish.priority_for), so it is done while most of the big one is still to come.
     big_owner = django_user_model.objects.create_user("big-owner", password="pw-big-123456")
     small_owner = django_user_model.objects.create_user("small-owner", password="pw-small-123456")
     table = sweep_configs.table_configs_for()

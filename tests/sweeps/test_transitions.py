@@ -13,7 +13,8 @@ from django.conf import settings
 from sweeps import configs as sweep_configs
 from sweeps import models
 from sweeps.models import Chunk, IllegalTransition, Question, Scenario, Sweep, take
-from sweeps.services import chunks, launch, lifecycle, questions, recovery, taskqueue
+from sweeps.services import chunks, launch, lifecycle, questions, recovery
+from sweeps.workqueue import publish
 from tests.sweeps._web import record_enqueued
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,7 @@ TRIAGE = sweep_configs.builtin_job_source("triage")
 LOOP = [{"name": "loop", "design": "loop", "tracker": "keyed"}]
 MARKERS = [{"name": "markers, keyless", "design": "markers", "tracker": "keyless"}]
 # The modules that write a status (each imports take).
-WRITERS = (taskqueue, lifecycle, chunks, questions, recovery)
+WRITERS = (publish, lifecycle, chunks, questions, recovery)
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_every_edge_the_services_take_is_in_its_table(taken, monkeypatch, django
     def down(*args, **kw):
         raise ConnectionRefusedError("connection refused")
 
-    monkeypatch.setattr(taskqueue, "publish", down)
+    monkeypatch.setattr(publish, "send", down)
     with pytest.raises(ConnectionRefusedError), django_capture_on_commit_callbacks(execute=True):
         launch.sweep_create(user=None, job_source=TRIAGE, configs=LOOP, depth=1)  # running -> failed
 

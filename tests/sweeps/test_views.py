@@ -32,7 +32,8 @@ from sweeps import charts, exports, limits, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
-from sweeps.services import chunks, launch, taskqueue
+from sweeps.services import chunks, launch
+from sweeps.workqueue import publish
 from tests.sweeps import _data
 from tests.sweeps._web import exported, launch_data, logged_in, member
 
@@ -439,7 +440,7 @@ def test_a_row_with_waiting_scenarios_shows_how_many_and_no_number_an_answer_can
 
 def test_a_queue_sweep_with_open_questions_shows_no_negative_number(auth, monkeypatch):
     # Waiting scenarios have not made their calls yet: their calls+ so far is negative.
-    monkeypatch.setattr(taskqueue, "enqueue", lambda *a, **kw: None)
+    monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: None)
     sweep = launch.sweep_create(user=None, job_source=builtin_job_source(), depth=1, person="queue",
                                   configs=[{"name": "real loop, keyless tracker", "design": "loop",
                                             "tracker": "keyless"}])

@@ -20,12 +20,13 @@ from kombu.exceptions import KombuError
 from agentcore import audit as agentaudit
 from agentcore import designs as agentdesigns
 from agentcore.world import MODES
-from sweeps import selectors, workers
+from sweeps import selectors
 from sweeps.limits import STALL_SECONDS
 from sweeps.management.commands.sweep import Command as SweepCommand
 from sweeps.management.commands.sweep import seconds
 from sweeps.models import Audit
 from sweeps.services import audits
+from sweeps.workqueue import workers
 
 
 class Command(BaseCommand):

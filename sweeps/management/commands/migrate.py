@@ -9,8 +9,7 @@ from django.core.management.base import CommandError
 from django.core.management.commands.migrate import Command as DjangoMigrate
 from django.db import DatabaseError
 
-from sweeps import diskfull
-from sweepsite import health
+from sweeps import diskfull, health
 
 
 class Command(DjangoMigrate):

@@ -11,7 +11,7 @@ control, a few seconds at most) whether a worker consumes the queue, and if none
 start one, storing nothing. A progress bar (chunks stored / total, read from
 the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
 (services.recovery.sweep_wait): chunks whose messages were lost are queued again. User errors
-are one line (CommandError). The command only parses, calls services, selectors and sweeps.workers,
+are one line (CommandError). The command only parses, calls services, selectors and sweeps.workqueue.workers,
 and prints: it reads nothing from the database itself.
 """
 
@@ -32,10 +32,11 @@ from tqdm import tqdm
 from agentcore import jobs, report
 from agentcore.checkpoint import CheckpointError
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, diskfull, plan, replay, selectors, workers
+from sweeps import configs, diskfull, plan, replay, selectors
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep
 from sweeps.services import launch, recovery
+from sweeps.workqueue import workers
 
 
 def seconds(text: str) -> float:

@@ -1,14 +1,19 @@
-"""Publishing the dashboard's tasks, by name: the services never import sweeps.tasks (which imports
-them), so there is no import cycle.
+"""Publishing the dashboard's tasks, by name: the queue never imports sweeps.tasks (which imports
+the services, which import this), so there is no import cycle.
 
 Rules:
-- The task names are declared here and sweeps/tasks.py registers each under its name; `publish` is
-  the one place a message leaves (tests replace it to record what is published).
-- `enqueue` runs on commit (transaction.on_commit): a worker never sees an ID before its row exists.
-- A broker that cannot be reached leaves no sweep "running" forever: a launch or resume fails the
-  sweep with a message saying so (its resume button enqueues again once the broker is back), an
-  answer notes it on the sweep; then the error is raised for the caller to report. The stall
-  watchdog passes `fail_sweep=False`: its sweep stays running and its next round tries again.
+- The task names are declared here and sweeps/tasks.py registers each under its name; `send` is
+  the one place a message leaves (tests replace it to record what is published). Messages go
+  through the current Celery app (celery.current_app: the project's, sweepsite/celery.py), to its
+  default queue.
+- `enqueue` (a sweep's chunks and question resumes) and `audit_units_enqueue` (an audit's units)
+  are called on commit (transaction.on_commit) by the services: a worker never sees an ID before
+  its row exists.
+- A broker that cannot be reached leaves no sweep or audit "running" forever: a launch or resume
+  fails it with a message saying so (its resume button enqueues again once the broker is back), an
+  answer notes it on the sweep; then the error is raised for the caller to report. The watchdog
+  passes `fail_sweep=False` (`fail=False`): its sweep or audit stays running and its next round
+  tries again. Failing a sweep or audit here is a status edge (models.take), not a service call.
 - Priorities 0 to PRIORITIES - 1, lower sooner, as on Redis (kombu checks its priority lists from 0;
   settings gives it one list per priority); the filesystem broker (sweepsite/broker.py) orders its
   file names so; a broker without priorities (an AMQP queue without x-max-priority) keeps them in
@@ -16,7 +21,7 @@ Rules:
   (`first=True`) go ahead of everything (FIRST), so lost work does not wait for the rest of a long
   sweep. Every other message gets its owner's fair share (`priority_for`): its level rises with the
   owner's work queued ahead of it, so one owner's big sweep does not starve another's small one.
-- Every chunk and unit message is stamped in the database before it leaves (services/messages.py):
+- Every chunk and unit message is stamped in the database before it leaves (workqueue/messages.py):
   the database knows what is queued, the broker only wakes workers.
 """
 
@@ -27,12 +32,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from celery import current_app
 from django.db.models import Max
 
 from sweeps.limits import AUDIT_UNIT_ROWS, MAX_CHUNKS_PER_TASK, MESSAGE_SHARE, PRIORITIES, SHARE_ROWS, TAIL_SHARE
 from sweeps.models import Audit, AuditUnit, Chunk, Sweep, take
-from sweeps.services import messages as stamps
-from sweepsite.celery import app
+from sweeps.workqueue import messages as stamps
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +91,9 @@ def priority(first: bool) -> int:
     return FIRST if first else NORMAL
 
 
-def publish(name: str, args: tuple[Any, ...], producer: Any, priority: int = NORMAL) -> None:
+def send(name: str, args: tuple[Any, ...], producer: Any, priority: int = NORMAL) -> None:
     """Send one task message (the queue is the app's default queue)."""
-    app.send_task(name, args, producer=producer, priority=priority)
+    current_app.send_task(name, args, producer=producer, priority=priority)
 
 
 def chunk_ids_of(name: str, args: Sequence[Any], kwargs: dict[str, Any]) -> list[int]:
@@ -178,14 +183,14 @@ def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequen
                             owner_backlog(sweep.created_by_id, but_sweep=sweep.pk))
     stamps.stamp(Chunk, list(zip(messages, levels, strict=True)))
     try:
-        with app.producer_or_acquire() as producer:
+        with current_app.producer_or_acquire() as producer:
             for batch, level in zip(messages, levels, strict=True):
                 if len(batch) == 1:
-                    publish(CHUNK_RUN, (batch[0],), producer, level)
+                    send(CHUNK_RUN, (batch[0],), producer, level)
                 else:
-                    publish(CHUNKS_RUN, (batch,), producer, level)
+                    send(CHUNKS_RUN, (batch,), producer, level)
             for qid in question_ids:
-                publish(QUESTION_RESUME, (qid,), producer)
+                send(QUESTION_RESUME, (qid,), producer)
     except Exception as e:
         log.exception("sweep %s: cannot enqueue tasks", sweep.pk)
         msg = f"could not reach the task broker ({type(e).__name__}: {e}); resume the sweep once it is back"
@@ -194,4 +199,25 @@ def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequen
                 sweep.status, sweep.error = Sweep.Status.FAILED, msg
         elif fail_sweep:
             Sweep.objects.filter(pk=sweep.pk).update(error=msg)
+        raise
+
+
+def audit_units_enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, first: bool = False) -> None:
+    """Stamp and publish a message per unit: ahead of the queue with `first` (lost units queued
+    again), else at their owner's fair share; with `fail`, a broker that cannot be reached fails the
+    audit (see the rules)."""
+    if first:
+        levels = [FIRST] * len(unit_ids)
+    else:
+        levels = priorities([AUDIT_UNIT_ROWS] * len(unit_ids), owner_backlog(a.created_by_id, but_audit=a.pk))
+    stamps.stamp(AuditUnit, [([pk], level) for pk, level in zip(unit_ids, levels, strict=True)])
+    try:
+        with current_app.producer_or_acquire() as producer:
+            for pk, level in zip(unit_ids, levels, strict=True):
+                send(AUDIT_UNIT_RUN, (pk,), producer, level)
+    except Exception as e:
+        log.exception("audit %s: cannot enqueue its units", a.pk)
+        if fail:
+            take(Audit, a.pk, Audit.Status.FAILED, error=f"could not reach the task broker ({type(e).__name__}: "
+                                                         f"{e}); resume the audit once it is back")
         raise

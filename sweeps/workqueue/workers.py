@@ -1,5 +1,8 @@
 """Worker processes: how to start Celery workers that share this process's database, broker and
-queue, and whether any worker consumes the queue. Used by `manage.py sweep` and by the tests."""
+queue, and whether any worker consumes the queue. Used by `manage.py sweep`, `/healthz` and the tests.
+
+The broker and the queue are the current Celery app's (celery.current_app: the project's,
+sweepsite/celery.py, which a worker started here loads with `-A sweepsite`)."""
 
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ import tempfile
 from typing import IO, Any, NamedTuple
 from urllib.parse import quote
 
+from celery import current_app
 from django.conf import settings
 from django.db import connections
 
 from sweeps.limits import WORKER_PING_ROUNDS, WORKER_PING_SECONDS, WORKER_STOP_SECONDS
-from sweepsite.celery import app
 
 
 def database_url(alias: str = "default") -> str:
@@ -37,15 +40,15 @@ def worker_environ() -> dict[str, str]:
     env.update(
         DJANGO_SETTINGS_MODULE=os.environ.get("DJANGO_SETTINGS_MODULE", "sweepsite.settings"),
         DATABASE_URL=database_url(),
-        CELERY_BROKER_URL=str(app.conf.broker_url),
+        CELERY_BROKER_URL=str(current_app.conf.broker_url),
         SWEEPSITE_VAR=str(settings.VAR_DIR),
-        SWEEPSITE_QUEUE=str(app.conf.task_default_queue),
+        SWEEPSITE_QUEUE=str(current_app.conf.task_default_queue),
     )
     return env
 
 
 def queue_name() -> str:
-    return str(app.conf.task_default_queue)
+    return str(current_app.conf.task_default_queue)
 
 
 def queue_workers(timeout: float = 1.0, limit: int | None = None) -> list[str]:
@@ -54,7 +57,7 @@ def queue_workers(timeout: float = 1.0, limit: int | None = None) -> list[str]:
     `timeout` seconds. With `limit`, it stops waiting after that many replies. A solo-pool worker
     answers between two tasks. An unreachable broker raises kombu's errors."""
     queue = queue_name()
-    replies = app.control.inspect(timeout=timeout, limit=limit).active_queues() or {}
+    replies = current_app.control.inspect(timeout=timeout, limit=limit).active_queues() or {}
     return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
 
 

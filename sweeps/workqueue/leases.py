@@ -4,12 +4,13 @@ Rules:
 - A chunk's lease (Chunk.holder, Chunk.lease_until) says that a live worker has its message in hand.
   The worker's main process takes it when it receives the message, the claim that counts an attempt
   takes it again (services/chunks.py, the same UPDATE), and the process playing it renews it every
-  LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by sweepsite/celery.py); storing
+  LEASE_RENEW_SECONDS until its task ends (`leases_renew`, called by workqueue/signals.py and
+  workqueue/keeper.py); storing
   the chunk ends it.
 - A worker's lease (a Lease row `worker:<holder>`, renewed by its main process, `alive`) says that
   the worker lives. A chunk whose lease ran out unstored, in a running sweep, whose worker's lease
   ran out too, was lost with a whole worker (SIGKILLed, its host gone): the leader queues it again
-  (recovery.chunks_requeue_lapsed). One whose worker lives lost only a prefork pool process: Celery
+  (watchdog.chunks_requeue_lapsed). One whose worker lives lost only a prefork pool process: Celery
   gives its message back (`reject_on_worker_lost`), so it is not queued a second time.
 - The holder is this host and the worker's main process ID (a prefork pool's processes inherit it,
   as they are forked from the main process), so a restarted worker never renews a dead one's leases
@@ -21,7 +22,7 @@ Rules:
   a row lock that the other skips (`requeue_lapsed`), so one of them queues it.
 - An audit's unit (AuditUnit.holder, lease_until) is leased as a chunk is, by the same worker
   hooks and keeper: its claim takes the lease, its store or a resume ends it, and the leader queues
-  again a dead worker's units (audits.audit_units_requeue_lapsed).
+  again a dead worker's units (watchdog.audit_units_requeue_lapsed).
 - A renewal never waits for a row lock: it skips a chunk or unit another transaction holds (being
   stored or claimed, which ends or takes its lease anyway), so it can close no cycle of waiters.
 - Times are the workers' clocks (kept by NTP across hosts): a skew well under LEASE_SECONDS.
@@ -42,7 +43,7 @@ from django.utils import timezone
 
 from sweeps.limits import LEASE_HOLDER_CHARS, LEASE_SECONDS
 from sweeps.models import Audit, AuditUnit, Chunk, Lease, Sweep
-from sweeps.services import messages
+from sweeps.workqueue import messages
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (),
                  receipt: bool = False) -> int:
     """Renew (or take) the leases of the chunks and audit units whose messages `holder` has in hand;
     how many; with `receipt` (a worker receiving their message), their message is marked received
-    too (services/messages.py). Stored ones are left alone (their lease ended with the store), and
+    too (workqueue/messages.py). Stored ones are left alone (their lease ended with the store), and
     so is the work of a sweep or audit that is not running (a cancelled sweep's messages still
     arrive: a lease taken then would never be ended, and the leader's every round would read it)."""
     n = 0
@@ -98,7 +99,7 @@ def end(rows: QuerySet[Any], **also: Any) -> int:
 
 
 # Why the watchdog queues rows again, in its log line: their lease ran out with their worker's (the
-# lease rule), or their message was lost before any lease named it (services/messages.py).
+# lease rule), or their message was lost before any lease named it (workqueue/messages.py).
 LAPSED = "the lease of {holders} ran out"
 LOST = "their message was lost before any lease named it (a worker died as it took it, or the broker lost it)"
 

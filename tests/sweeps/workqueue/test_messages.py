@@ -1,4 +1,4 @@
-"""services/messages.py: stamps, receipts, the overtaken and empty-queue rules; taskqueue's fair share."""
+"""workqueue/messages.py: stamps, receipts, the overtaken and empty-queue rules; publish's fair share."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from sweeps import configs as sweep_configs
 from sweeps.limits import PRIORITIES, SHARE_ROWS
 from sweeps.models import Chunk, Sweep
-from sweeps.services import chunks, launch, leases, messages, recovery, taskqueue
+from sweeps.services import chunks, launch
+from sweeps.workqueue import leases, messages, publish, watchdog
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +24,7 @@ SECOND = 1_000_000
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...], int]]:
     """What is published, (task name, args, priority), instead of publishing it."""
     out: list[tuple[str, tuple[Any, ...], int]] = []
-    monkeypatch.setattr(taskqueue, "publish", lambda name, args, producer, priority=taskqueue.NORMAL:
+    monkeypatch.setattr(publish, "send", lambda name, args, producer, priority=publish.NORMAL:
                         out.append((name, tuple(args), priority)))
     return out
 
@@ -45,12 +46,12 @@ def lost_work(monkeypatch: pytest.MonkeyPatch) -> messages.LostWork:
 
 def sweep_of(user: Any = None, configs: list[dict[str, str]] = MARKERS) -> tuple[Sweep, list[int]]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(taskqueue, "enqueue", lambda *a, **k: None)
+        mp.setattr(publish, "enqueue", lambda *a, **k: None)
         sweep = launch.sweep_create(user=user, job_source=TRIAGE, configs=configs, depth=2)
     return sweep, list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
 
 
-def stamped(ids: list[int], at: int, priority: int = taskqueue.NORMAL) -> None:
+def stamped(ids: list[int], at: int, priority: int = publish.NORMAL) -> None:
     """One message per chunk, queued at `at` in this order."""
     for place, pk in enumerate(ids):
         Chunk.objects.filter(pk=pk).update(queued=at + place, priority=priority, received=None)
@@ -100,7 +101,7 @@ def test_a_message_overtaken_by_a_later_ones_receipt_is_lost_once_the_grace_has_
 def test_a_message_is_not_overtaken_by_one_that_goes_first(clock, lost_work):
     _, ids = sweep_of()
     stamped(ids[:1], clock[0] - 10 * SECOND, priority=5)
-    stamped(ids[1:2], clock[0] - 9 * SECOND, priority=taskqueue.FIRST)
+    stamped(ids[1:2], clock[0] - 9 * SECOND, priority=publish.FIRST)
     Chunk.objects.filter(pk=ids[1]).update(received=clock[0] - 5 * SECOND)
     assert lost(lost_work) == []
     stamped(ids[2:3], clock[0] - 8 * SECOND, priority=7)  # goes after it: taken, so it was taken before
@@ -146,22 +147,22 @@ def test_the_lost_message_rule_queues_the_lost_chunks_again_ahead_of_the_queue_o
     sweep, ids = sweep_of()
     stamped(ids[:3], clock[0] - 10 * SECOND)
     Chunk.objects.filter(pk=ids[2]).update(received=clock[0] - 5 * SECOND)
-    monkeypatch.setattr(recovery, "queued_messages", lambda: 4)
-    assert recovery.chunks_requeue_lost() == 2
+    monkeypatch.setattr(watchdog, "queued_messages", lambda: 4)
+    assert watchdog.chunks_requeue_lost() == 2
     assert sorted(pk for _, args, _ in sent for pk in (args[0] if isinstance(args[0], list) else [args[0]])) == ids[:2]
-    assert {priority for _, _, priority in sent} == {taskqueue.FIRST}
+    assert {priority for _, _, priority in sent} == {publish.FIRST}
     line = f"sweep {sweep.pk}: {leases.LOST}: 2 chunk(s) queued again ahead of the queue: {ids[0]} {ids[1]}"
     assert line in caplog.text
-    assert recovery.chunks_requeue_lost() == 0  # stamped anew: queued now, not lost
+    assert watchdog.chunks_requeue_lost() == 0  # stamped anew: queued now, not lost
 
 
 def test_a_fair_share_rises_one_level_each_time_the_owners_work_ahead_doubles():
-    assert taskqueue.priority_for(0) == taskqueue.NORMAL
-    assert taskqueue.priority_for(SHARE_ROWS - 1) == taskqueue.NORMAL
-    assert taskqueue.priority_for(SHARE_ROWS) == taskqueue.NORMAL + 1
-    assert taskqueue.priority_for(3 * SHARE_ROWS) == taskqueue.NORMAL + 2
-    assert taskqueue.priority_for(10**12) == PRIORITIES - 1
-    assert taskqueue.priorities([SHARE_ROWS, SHARE_ROWS, 2 * SHARE_ROWS], 0) == [1, 2, 2]
+    assert publish.priority_for(0) == publish.NORMAL
+    assert publish.priority_for(SHARE_ROWS - 1) == publish.NORMAL
+    assert publish.priority_for(SHARE_ROWS) == publish.NORMAL + 1
+    assert publish.priority_for(3 * SHARE_ROWS) == publish.NORMAL + 2
+    assert publish.priority_for(10**12) == PRIORITIES - 1
+    assert publish.priorities([SHARE_ROWS, SHARE_ROWS, 2 * SHARE_ROWS], 0) == [1, 2, 2]
 
 
 def test_another_owners_sweep_goes_ahead_of_the_tail_of_a_big_one(sent, django_user_model):
@@ -169,15 +170,15 @@ def test_another_owners_sweep_goes_ahead_of_the_tail_of_a_big_one(sent, django_u
     small_owner = django_user_model.objects.create_user("small", password="pw-small-123456")
     table = sweep_configs.table_configs_for()
     big, big_ids = sweep_of(big_owner, table)
-    taskqueue.enqueue(big, chunk_ids=big_ids)
+    publish.enqueue(big, chunk_ids=big_ids)
     big_levels = [priority for _, _, priority in sent]
     del sent[:]
     small, small_ids = sweep_of(small_owner)
-    taskqueue.enqueue(small, chunk_ids=small_ids)
+    publish.enqueue(small, chunk_ids=small_ids)
     small_levels = [priority for _, _, priority in sent]
-    assert big_levels[0] == taskqueue.NORMAL and max(big_levels) > max(small_levels)
-    assert small_levels[0] == taskqueue.NORMAL  # nothing of its owner's ahead of it
+    assert big_levels[0] == publish.NORMAL and max(big_levels) > max(small_levels)
+    assert small_levels[0] == publish.NORMAL  # nothing of its owner's ahead of it
     del sent[:]
     again, again_ids = sweep_of(big_owner)  # the big owner's next sweep waits behind their first
-    taskqueue.enqueue(again, chunk_ids=again_ids)
+    publish.enqueue(again, chunk_ids=again_ids)
     assert min(priority for _, _, priority in sent) == max(big_levels)

@@ -2,10 +2,10 @@
 
 Rules:
 - The broker only wakes workers; the database says what is queued. Publishing the message of a
-  chunk or an audit unit stamps its row first (`stamp`, called by services/taskqueue.py): `queued`,
+  chunk or an audit unit stamps its row first (`stamp`, called by workqueue/publish.py): `queued`,
   the wall clock's microseconds when its batch left plus the message's place in the batch (one
   publisher's messages keep their order), its `priority`, and `received` cleared. A worker's main
-  process sets `received` as it receives the message (leases.leases_renew, sweepsite/celery.py's
+  process sets `received` as it receives the message (leases.leases_renew, workqueue/signals.py's
   task_received hook), and the claim sets it too if that hook could not.
 - Every priority's queue is first in, first out (Redis' lists; the filesystem broker's names), and
   a lower priority goes first. So a message still not received when one queued after it, at its
@@ -17,7 +17,7 @@ Rules:
   sweep, a broker that came back with no messages (`LostWork`).
 - Only rows with no live lease count (a worker that holds one has the message in hand), of running
   sweeps and audits. The leader queues such rows again ahead of the queue on its next round (the
-  lost-message rules of services/recovery.py and services/audits.py), so lost work runs again within
+  lost-message rules of workqueue/watchdog.py), so lost work runs again within
   seconds whatever the moment of the loss. A message only slow past the grace (a publisher paused
   between stamping and publishing) runs its chunk twice: keyed writes store it once.
 - Times are the hosts' wall clocks (kept by NTP): a skew well under LOST_MESSAGE_SECONDS.
@@ -116,5 +116,5 @@ class LostWork:
         return rows.filter(lost | Q(queued__lt=since))
 
 
-# The leading process's rules' state (services/recovery.py and services/audits.py use it).
+# The leading process's rules' state (workqueue/watchdog.py uses it).
 LOST = LostWork()
