@@ -52,7 +52,7 @@ QID_CHARS = 200
 KEY_CHARS = 64
 ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
-# A lease holder's name: the worker's host name and process ID (services/leases.py).
+# A lease holder's name: the worker's host name and process ID (workqueue/leases.py).
 LEASE_HOLDER_CHARS = 200
 # A sweep's crash model and each of the world's faults as spelled (agentcore.faults: "ttl:10000",
 # "deny:0.125"; a longer spelling is refused, not cut).
@@ -87,7 +87,7 @@ MAX_CHUNK_ATTEMPTS = 5
 # round trip, the worker's per-task database connection and the store's transaction a small share
 # of the work. A message's chunks are stored together (one transaction).
 MAX_CHUNKS_PER_TASK = 8
-# Messages shrink toward the end of a sweep (taskqueue.deal): each takes about 1/32 of the
+# Messages shrink toward the end of a sweep (workqueue.publish.deal): each takes about 1/32 of the
 # estimated work not dealt yet, and none less than 1/128 of all of it (unless chunks run out). With
 # 4 workers the last messages are about 3% of a worker's share, so workers finish within that of
 # each other (messages of equal size leave them further apart). No message is bigger than 1/32: a
@@ -95,10 +95,10 @@ MAX_CHUNKS_PER_TASK = 8
 # messages, well inside the 5 s goal (a bigger first message would not be).
 MESSAGE_SHARE = 32
 TAIL_SHARE = 1 / 128
-# Message priorities, 0 (first) to PRIORITIES - 1 (services/taskqueue.py): as many lists as Redis is
+# Message priorities, 0 (first) to PRIORITIES - 1 (workqueue/publish.py): as many lists as Redis is
 # told to keep (settings), one digit in the filesystem broker's sorted names.
 PRIORITIES = 10
-# A fair share of the workers per owner (taskqueue.priority_for): a message's priority rises one
+# A fair share of the workers per owner (workqueue.publish.priority_for): a message's priority rises one
 # level each time the owner's work already queued ahead of it (estimated rows) doubles past
 # SHARE_ROWS, so another owner's small sweep goes ahead of the tail of a big one instead of waiting
 # for all of it. A unit of an audit weighs as AUDIT_UNIT_ROWS rows (a unit plays for about as long
@@ -147,7 +147,7 @@ LAUNCH_STEPS = PLAN_STEPS
 
 # --- progress and stalls -----------------------------------------------------------------------
 
-# Leases (services/leases.py): a worker takes a chunk's lease for LEASE_SECONDS when it receives
+# Leases (workqueue/leases.py): a worker takes a chunk's lease for LEASE_SECONDS when it receives
 # the chunk's message and when it claims the chunk, and the process playing it renews it every
 # LEASE_RENEW_SECONDS until its task ends; each worker's main process renews a lease of its own, and
 # the watchdog's leader lease, on the same rounds. A whole worker SIGKILLed stops renewing: its
@@ -155,15 +155,16 @@ LAUNCH_STEPS = PLAN_STEPS
 # holding the leader lease) queues them again ahead of the queue on its next round; a worker takes
 # them when its current message is done. Kill to re-run: LEASE_SECONDS + LEASE_RENEW_SECONDS + a
 # message's time (the goal is 5 s, tests/sweeps/test_faults.py; docs/benchmarks.md: "Kill to
-# re-run"); the leader's own death costs no more, its lease runs out as fast. Six renewals per lease: a round delayed by a loaded machine or a database lock
-# for up to 1.25 s costs nothing, a longer one only runs a chunk twice (keyed writes store it once).
+# re-run"); the leader's own death costs no more, its lease runs out as fast. Six renewals per
+# lease: a round delayed by a loaded machine or a database lock for up to 1.25 s costs nothing, a
+# longer one only runs a chunk twice (keyed writes store it once).
 # Each round is two small UPDATEs per worker (its lease, the leader's; a worker that does not lead
 # also reads whether the leader's row exists) and, per process while it plays a chunk or an audit
 # unit, one UPDATE (on PostgreSQL its subquery locks the rows, skipping any another transaction
 # holds); the leader also reads the lapsed chunks and units (two indexed SELECTs).
 LEASE_SECONDS = 1.5
 LEASE_RENEW_SECONDS = 0.25
-# A message lost before any lease named it (services/messages.py): a worker that took it from the
+# A message lost before any lease named it (workqueue/messages.py): a worker that took it from the
 # broker died before its receipt, or the broker came back empty. The leader counts it lost once a
 # message queued after it (at its priority or a later one) was received this long ago, or once the
 # queue has read empty this long. Longer than a receipt takes after a worker takes a message (ms)
@@ -193,7 +194,7 @@ ETA_WINDOW = 60.0
 WORKER_PING_SECONDS = 1.0
 WORKER_PING_ROUNDS = 3
 POLL_SECONDS = 0.05
-# `/healthz` (sweepsite.health): how long it waits for the broker's connection and for the workers'
+# `/healthz` (sweeps.health): how long it waits for the broker's connection and for the workers'
 # answers; and a PostgreSQL connection's timeout (settings: an unreachable host fails in seconds).
 HEALTH_PING_SECONDS = 1.0
 DATABASE_CONNECT_SECONDS = 5

@@ -24,7 +24,7 @@ from sweepsite import config, content_policy
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Under pytest (unless SWEEPSITE_VAR says where), the broker folder and the test database live in
 # a temp dir private to the test session, so tests never meet `make run`'s workers or var/db.sqlite3.
-# Worker subprocesses started by tests get SWEEPSITE_VAR set to it (sweeps.workers.worker_environ).
+# Worker subprocesses started by tests get SWEEPSITE_VAR set to it (sweeps.workqueue.workers.worker_environ).
 TESTING = "pytest" in sys.modules
 if TESTING and "SWEEPSITE_VAR" not in os.environ:
     VAR_DIR = Path(tempfile.mkdtemp(prefix="sweepsite-test-"))
@@ -183,7 +183,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     }
 else:
     # One Redis list per priority (kombu's default merges them into 4), so that each priority's
-    # queue is first in, first out on its own: services/messages.py tells lost messages by it.
+    # queue is first in, first out on its own: workqueue/messages.py tells lost messages by it.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300")),
                                        "priority_steps": list(range(limits.PRIORITIES))}
 CELERY_TASK_ACKS_LATE = True
@@ -198,10 +198,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ALWAYS_EAGER = False
-# The watchdog runs in the one worker that holds the leader lease (services/leases.py, sweepsite/celery.py):
+# The watchdog runs in the one worker that holds the leader lease (sweeps/workqueue/leases.py, keeper.py):
 # chunks whose lease ran out with their worker (a SIGKILL) are queued again within seconds
 # (limits.LEASE_SECONDS), and so are those whose message was lost before any lease named it
-# (services/messages.py, limits.LOST_MESSAGE_SECONDS); and by the stall rule
+# (workqueue/messages.py, limits.LOST_MESSAGE_SECONDS); and by the stall rule
 # (services.recovery.sweeps_resume_stalled), a running sweep with no live lease that stored no chunk
 # for this many seconds while the task queue is empty has lost messages (an answer's resume, or work
 # that the rules above missed): the leader checks every quarter of it and queues its missing work
@@ -262,8 +262,9 @@ FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler
 # (sweepsite/content_policy.py says what and why).
 CONTENT_SECURITY_POLICY = content_policy.policy(Path(STATICFILES_DIRS[0][1]) / "plotly.min.js")
 
-# Health (sweepsite/health.py): /healthz answers plain HTTP too (a load balancer's probe, behind the
-# TLS proxy), and a PostgreSQL host that does not answer fails in seconds, not minutes.
+# Health (sweeps/health.py; its view sweepsite/health.py): /healthz answers plain HTTP too (a load
+# balancer's probe, behind the TLS proxy), and a PostgreSQL host that does not answer fails in
+# seconds, not minutes.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 if "postgresql" in DATABASES["default"]["ENGINE"]:
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", limits.DATABASE_CONNECT_SECONDS)
