@@ -15,7 +15,7 @@ from agentcore.conditions import CONDITIONS
 from agentcore.records import COLUMNS
 from sweeps import exports, selectors
 from sweeps.configs import conditions_of
-from sweeps.forms import (
+from sweeps.forms.lists import (
     CompareForm,
 )
 from sweeps.models import Sweep
