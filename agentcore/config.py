@@ -3,7 +3,7 @@
 Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
-  once, as the `person_faults` condition says; queue: the dashboard's people, whom no condition
+  once, as the person faults condition says; queue: the dashboard's people, whom no condition
   touches), under the conditions of agentcore.conditions (a crash model, fsync, the world's faults):
   Config has one field per declared condition, after its own, with the declaration's default and check.
 - The table's rows are named as the chapter names them; a design and tracker mode the table has
