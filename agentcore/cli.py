@@ -15,11 +15,12 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from agentcore import audit, designs, faults, jobs, keys, report, sweep
+from agentcore import audit, designs, jobs, keys, report, sweep
 from agentcore.checkpoint import CheckpointError
-from agentcore.config import CONDITIONS, CRASH_MODELS
+from agentcore.conditions import CONDITIONS, Condition
 from agentcore.jobs import JobError
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.world import MODES
@@ -87,6 +88,21 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
     return check
 
 
+def add_condition(s: argparse.ArgumentParser, c: Condition) -> None:
+    """A condition's option, from its declaration: its choices, or its spellings (checked by its
+    parser), or a whole number; its help with its default."""
+    kind: dict[str, object] = ({"choices": c.values} if c.choices
+                               else {"type": _spelled(c.parse), "metavar": "|".join(c.spellings)} if c.parse
+                               else {"type": whole_number(c.minimum)})
+    s.add_argument(c.flag, dest=c.name, default=c.text(c.default), help=f"{c.long_help} (default {c.text(c.default)})",
+                   **kind)  # type: ignore[arg-type]
+
+
+def option_conditions(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The conditions the parsed options ask for, as Config takes them (fsync on -> True)."""
+    return {c.name: c.value(options[c.name]) for c in CONDITIONS}
+
+
 def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
                        workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
     """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
@@ -97,22 +113,8 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
         s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
                        help="crash once, once and again in the restart (default), or in the second restart too")
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
-        s.add_argument("--crash-model", choices=CRASH_MODELS, default="panic",
-                       help="what a crash leaves of the checkpoint files (default panic)")
-        s.add_argument("--fsync", choices=("on", "off"), default="on", help="the store syncs its files (default on)")
-        s.add_argument("--tracker-fault", type=_spelled(faults.tracker_fault), default="none",
-                       metavar="|".join(faults.TRACKER_FAULTS),
-                       help="crash: the tracker can crash too; ttl:N: it forgets keys after N requests; "
-                            "strict-params: it refuses a key repeated with other arguments (default none)")
-        s.add_argument("--tool-faults", type=_spelled(faults.tool_failures), default="first",
-                       metavar="|".join(faults.TOOL_FAULTS),
-                       help="how often a flaky tool fails each changing call (default first)")
-        s.add_argument("--person", dest="person_faults", type=_spelled(faults.person_faults), default="truthful",
-                       metavar="|".join(faults.PERSON_FAULTS),
-                       help="how the scripted person answers (default truthful)")
-        s.add_argument("--model", choices=faults.MODELS, default="fixed",
-                       help="what the model replies when asked again (default fixed)")
-        s.add_argument("--seed", type=seed, default=0, help="seeds the person's and the model's choices (default 0)")
+        for c in CONDITIONS:
+            add_condition(s, c)
 
     t = sub.add_parser("table", help="the chapter's table: every design on the triage job")
     t.add_argument("--job", default="triage", help="a job file (default: the built-in triage job)")
@@ -165,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "audit":
             return _audit(args)
         job = jobs.load(args.job)
-        conditions = {c: getattr(args, c) for c in CONDITIONS} | {"fsync": args.fsync == "on"}
+        conditions = option_conditions(vars(args))
         if args.command == "table":
             configs = sweep.table_configs(job, **conditions)
         else:

@@ -3,12 +3,9 @@
 Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
-  once, truthfully unless `person_faults` says otherwise; queue: the dashboard's people, whom
-  `person_faults` does not touch), under a crash model (agentcore.disk: what
-  a crash leaves of the checkpoint files), with the store's fsync on or off, and a world that
-  misbehaves as agentcore.faults spells it: the tracker (`tracker_fault`: never, crash, ttl:N,
-  strict-params), a flaky tool (`tool_faults`), the scripted person (`person_faults`) and the model
-  (`model`); `seed` seeds their random choices. Every default is the chapter's world.
+  once, as the person faults condition says; queue: the dashboard's people, whom no condition
+  touches), under the conditions of agentcore.conditions (a crash model, fsync, the world's faults):
+  Config has one field per declared condition, after its own, with the declaration's default and check.
 - The table's rows are named as the chapter names them; a design and tracker mode the table has
   not are named "DESIGN, MODE tracker". The crash model, fsync and the world's faults are not part
   of the name: a table is swept under one of each, and says which (`conditions`).
@@ -16,9 +13,11 @@ Rules:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 
-from agentcore import designs, faults
+from agentcore import conditions as declared
+from agentcore import designs
+from agentcore.conditions import CRASH_MODELS
 from agentcore.designs import Design
 from agentcore.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
 from agentcore.jobs import Job
@@ -26,11 +25,8 @@ from agentcore.limits import MAX_RUNS, MIN_RUNS
 from agentcore.world import Tracker
 
 PERSONS = ("scripted", "queue")
-CRASH_MODELS = ("panic", "power-cut", "kill")
-# The conditions a table is swept under, with their defaults (the chapter's world); the spellings
-# of the last five are agentcore.faults'.
-CONDITIONS = {"crash_model": "panic", "fsync": True, "tracker_fault": "none", "tool_faults": "first",
-              "person_faults": "truthful", "model": "fixed", "seed": 0}
+# The conditions a table is swept under, with their defaults (the chapter's world): agentcore.conditions'.
+CONDITIONS = declared.DEFAULTS
 __all__ = ["CONDITIONS", "CRASH_MODELS", "MODELS", "PERSONS", "PERSON_FAULTS", "TABLE", "TOOL_FAULTS",
            "TRACKER_FAULTS", "Config", "conditions", "config_name", "table_configs"]
 
@@ -56,21 +52,16 @@ def config_name(design: str, tracker: str) -> str:
     return _TABLE_NAMES.get((design, tracker), f"{design}, {tracker} tracker")
 
 
-@dataclass(frozen=True, slots=True)
-class Config:
+class _Configured:
+    """Config's behaviour; its fields are the configuration's, then one per condition (below)."""
+
+    __slots__ = ()
     job: Job
     design: Design
     tracker: str
-    runs: int = 1
-    person: str = "scripted"
-    name: str = ""
-    crash_model: str = "panic"
-    fsync: bool = True
-    tracker_fault: str = "none"
-    tool_faults: str = "first"
-    person_faults: str = "truthful"
-    model: str = "fixed"
-    seed: int = 0
+    runs: int
+    person: str
+    name: str
 
     @property
     def expected(self) -> list[tuple[int, str]]:
@@ -78,18 +69,13 @@ class Config:
         return [(r, c.id) for r in range(self.runs) for c in self.job.changing_calls()]
 
     def __post_init__(self) -> None:
-        Tracker(self.tracker, self.tracker_fault)  # validates the mode and the fault
+        Tracker(self.tracker, self.tracker_fault)  # type: ignore[attr-defined]  # validates the mode and the fault
         if not MIN_RUNS <= self.runs <= MAX_RUNS:
             raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
         if self.person not in PERSONS:
             raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
-        if self.crash_model not in CRASH_MODELS:
-            raise ValueError(f"unknown crash model {self.crash_model!r} (choose from {', '.join(CRASH_MODELS)})")
-        faults.tool_failures(self.tool_faults)
-        faults.person_faults(self.person_faults)
-        faults.model(self.model)
-        if type(self.seed) is not int or self.seed < 0:
-            raise ValueError(f"seed must be a whole number from 0, not {self.seed!r}")
+        for c in declared.CONDITIONS:
+            c.check(getattr(self, c.name))
 
     @property
     def label(self) -> str:
@@ -98,25 +84,26 @@ class Config:
     @property
     def conditions(self) -> str:
         """The crash model, fsync and the world's faults in words, e.g. "power-cut, fsync off"."""
-        return conditions(**{c: getattr(self, c) for c in CONDITIONS})
+        return declared.words({c: getattr(self, c) for c in CONDITIONS})
 
 
-_WORDS = {"tracker_fault": "tracker fault", "tool_faults": "tool faults", "person_faults": "person",
-          "model": "model", "seed": "seed"}
+Config = make_dataclass(
+    "Config",
+    [("job", Job), ("design", Design), ("tracker", str), ("runs", int, field(default=1)),
+     ("person", str, field(default="scripted")), ("name", str, field(default="")),
+     *((c.name, c.type, field(default=c.default)) for c in declared.CONDITIONS)],
+    bases=(_Configured,), frozen=True, slots=True)
+Config.__module__ = __name__  # where pickle finds it (worker processes get configurations pickled)
 
 
-def conditions(crash_model: str = "panic", fsync: bool = True, tracker_fault: str = "none",
-               tool_faults: str = "first", person_faults: str = "truthful", model: str = "fixed",
-               seed: int = 0) -> str:
+def conditions(**values: object) -> str:
     """The conditions in words: the crash model, fsync, then each other one not at its default
-    ("power-cut, fsync off, tracker fault: crash"); the seed only where something random uses it."""
-    words = [crash_model, f"fsync {'on' if fsync else 'off'}"]
-    given = {"tracker_fault": tracker_fault, "tool_faults": tool_faults, "person_faults": person_faults,
-             "model": model}
-    words += [f"{_WORDS[c]}: {v}" for c, v in given.items() if v != CONDITIONS[c]]
-    if seed != CONDITIONS["seed"] and (model == "fickle" or person_faults != "truthful"):
-        words.append(f"seed: {seed}")
-    return ", ".join(words)
+    ("power-cut, fsync off, tracker fault: crash"); the seed only where something random uses it.
+    `values`: CONDITIONS' names, the missing ones at their defaults."""
+    unknown = set(values) - set(CONDITIONS)
+    if unknown:
+        raise TypeError(f"conditions() got unexpected keyword arguments: {', '.join(sorted(unknown))}")
+    return declared.words(CONDITIONS | values)
 
 
 def table_configs(job: Job, **conditions: object) -> list[Config]:

@@ -10,21 +10,22 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from agentcore.conditions import CONDITIONS
 from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
+
+CONDITION_NAMES = tuple(c.name for c in CONDITIONS)
 
 
 @admin.register(Sweep)
 class SweepAdmin(admin.ModelAdmin):
-    list_display = ("id", "job_name", "status", "depth", "runs", "person", "crash_model", "fsync", "tracker_fault",
-                    "tool_faults", "person_faults", "model", "seed", "total_chunks", "created_by", "created_at",
-                    "finished_at")
-    list_filter = ("status", "person", "depth", "crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults",
-                   "model")
+    list_display = ("id", "job_name", "status", "depth", "runs", "person", *CONDITION_NAMES, "total_chunks",
+                    "created_by", "created_at", "finished_at")
+    # Every condition but a number (a seed has too many values to filter by).
+    list_filter = ("status", "person", "depth", *(c.name for c in CONDITIONS if c.type is not int))
     search_fields = ("job_name", "error")
     raw_id_fields = ("created_by",)
     # What the sweep was swept under: its stored rows (and any resume) depend on it.
-    readonly_fields = ("job_source", "configs", "crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults",
-                       "model", "seed", "table", "created_at", "finished_at", "request_token")
+    readonly_fields = ("job_source", "configs", *CONDITION_NAMES, "table", "created_at", "finished_at", "request_token")
     date_hierarchy = "created_at"
 
 

@@ -16,15 +16,16 @@ Rules:
 from __future__ import annotations
 
 import itertools
+from collections import namedtuple
 from functools import lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 
-from agentcore import designs, faults
+from agentcore import designs
 from agentcore import sweep as agentsweep
-from agentcore.config import CONDITIONS, CRASH_MODELS
+from agentcore.conditions import CONDITIONS, NAMED, Condition
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
 from agentcore.world import MODES
@@ -67,28 +68,11 @@ def design(name: str) -> designs.Design:
     return designs.get(base, tuple(bugs))
 
 
-class Conditions(NamedTuple):
-    """What a crash does to the world a sweep runs in, and how that world misbehaves:
-    agentcore.config.Config's fields of that name (agentcore.config.CONDITIONS, in its order)."""
-
-    crash_model: str = "panic"
-    fsync: bool = True
-    tracker_fault: str = "none"
-    tool_faults: str = "first"
-    person_faults: str = "truthful"
-    model: str = "fixed"
-    seed: int = 0
-
-
-assert Conditions()._asdict() == CONDITIONS, "agentcore's conditions, in its order, with its defaults"
-
+# What a crash does to the world a sweep runs in, and how that world misbehaves: a value per
+# agentcore.conditions declaration (agentcore.config.Config's fields of those names, in their order).
+Conditions = namedtuple("Conditions", [c.name for c in CONDITIONS], defaults=[c.default for c in CONDITIONS])
 # The conditions agentcore.faults spells: their words (in messages), parsers and spellings.
-SPELLED = {
-    "tracker_fault": ("tracker fault", faults.tracker_fault, faults.TRACKER_FAULTS),
-    "tool_faults": ("tool faults", faults.tool_failures, faults.TOOL_FAULTS),
-    "person_faults": ("person faults", faults.person_faults, faults.PERSON_FAULTS),
-    "model": ("model", faults.model, faults.MODELS),
-}
+SPELLED = {c.name: (c.title, c.parse, c.spellings) for c in CONDITIONS if c.spellings}
 
 
 def conditions_of(sweep: Sweep) -> Conditions:
@@ -160,24 +144,32 @@ def clean_spelled(name: str, value: Any) -> str:
     return value
 
 
+def clean_condition(c: Condition, value: Any) -> Any:
+    """One condition checked against agentcore's choices and spellings, within what its column
+    stores. Raises ValidationError."""
+    if c.name in SPELLED:
+        return clean_spelled(c.name, value)
+    if c.type is bool:
+        check(type(value) is bool, f"{c.title} must be on or off (True or False), not {value!r}")
+    elif c.type is int:
+        check(type(value) is int and c.minimum <= value <= MAX_SEED,
+              f"{c.title} must be a whole number from {c.minimum} to {MAX_SEED}, not {value!r}")
+    else:
+        check(isinstance(value, str) and value in c.values,
+              f"{c.title} must be one of {', '.join(c.values)}, not {value!r}")
+    return value
+
+
 def clean_seed(seed: Any) -> int:
-    check(type(seed) is int and 0 <= seed <= MAX_SEED,
-          f"seed must be a whole number from 0 to {MAX_SEED}, not {seed!r}")
-    return seed
+    return clean_condition(NAMED["seed"], seed)
 
 
-def clean_conditions(crash_model: Any, fsync: Any, tracker_fault: Any = "none", tool_faults: Any = "first",
-                     person_faults: Any = "truthful", model: Any = "fixed", seed: Any = 0) -> Conditions:
-    """The crash model, fsync and the world's faults, checked against agentcore's choices and
-    spellings. Raises ValidationError (the first problem found)."""
-    check(isinstance(crash_model, str) and crash_model in CRASH_MODELS,
-          f"crash model must be one of {', '.join(CRASH_MODELS)}, not {crash_model!r}")
-    check(type(fsync) is bool, f"fsync must be on or off (True or False), not {fsync!r}")
-    spelled = {"tracker_fault": tracker_fault, "tool_faults": tool_faults, "person_faults": person_faults,
-               "model": model}
-    for name, value in spelled.items():
-        clean_spelled(name, value)
-    return Conditions(crash_model, fsync, tracker_fault, tool_faults, person_faults, model, clean_seed(seed))
+def clean_conditions(*values: Any, **named: Any) -> Conditions:
+    """The crash model, fsync and the world's faults (Conditions' fields, positional or by name; the
+    missing ones at their defaults), checked against agentcore's choices and spellings. Raises
+    ValidationError (the first problem found)."""
+    given = Conditions(*values, **named)
+    return Conditions(*(clean_condition(c, v) for c, v in zip(CONDITIONS, given, strict=True)))
 
 
 def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str,

@@ -4,13 +4,12 @@ compared (CSV). Pure, no queries.
 Rules:
 - The table is agentcore.report.render's (what `python -m agentcore table --format ...` prints for
   the same rows), with the sweep's conditions added, since the numbers mean nothing without them:
-  CSV and JSON rows end with `crash_model`, `fsync` and `tracker_fault` (CONDITION_FIELDS, valued as
-  the command line's options are written: `--crash-model power-cut --fsync off --tracker-fault
-  ttl:5 --tool-faults first --person truthful --model fixed --seed 0`, under Config's field names:
-  crash_model, fsync, tracker_fault, tool_faults, person_faults, model, seed), Markdown opens with a
-  line "crash model: power-cut, fsync off, tracker fault: ttl:5" (agentcore's words: what is not at
-  its default) and a blank line. Markdown shows a column the chapter has not (wrong, gave up, denied
-  ran, avoidable) only when a row has one, as agentcore.report does; CSV and JSON carry every column.
+  CSV and JSON rows end with the conditions (CONDITION_FIELDS: agentcore.conditions' names, in their
+  order), valued as the command line's options are written (`--crash-model power-cut --fsync off
+  --tracker-fault ttl:5 ...`), Markdown opens with a line "crash model: power-cut, fsync off, tracker
+  fault: ttl:5" (agentcore's words: what is not at its default) and a blank line. Markdown shows a
+  column the chapter has not (wrong, gave up, denied ran, avoidable) only when a row has one, as
+  agentcore.report does; CSV and JSON carry every column.
 - A scenario row carries the same condition fields after its configuration's name; a depth-3 sweep's
   rows carry the third point (third_point, third_kind, third_label) after the second's, empty but in a
   thrice scenario, and a depth-1 or 2 sweep's rows have no such fields (as agentcore's records). The
@@ -33,6 +32,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from agentcore.conditions import CONDITIONS
 from agentcore.config import conditions as agent_conditions
 from agentcore.records import TableRow
 from agentcore.records import columns as table_columns
@@ -51,7 +51,7 @@ ROW_FORMATS: dict[str, str] = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson",
 }
-# The sweep's conditions as exported fields (the names of agentcore.config.Config's fields).
+# The sweep's conditions as exported fields (agentcore.conditions' names: agentcore.config.Config's fields).
 CONDITION_FIELDS = Conditions._fields
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order; a depth-3
 # sweep's with the third point's.
@@ -83,9 +83,9 @@ def _cells(values: Iterable[Any]) -> list[Any]:
     return [spreadsheet_cell(v) for v in values]
 
 
-def condition_values(conditions: Conditions) -> dict[str, str]:
+def condition_values(conditions: Conditions) -> dict[str, Any]:
     """The conditions as the command line's options take them: {"crash_model": "power-cut", "fsync": "off", ...}."""
-    return {**conditions._asdict(), "fsync": "on" if conditions.fsync else "off"}
+    return {c.name: c.text(v) for c, v in zip(CONDITIONS, conditions, strict=True)}
 
 
 def conditions_line(conditions: Conditions) -> str:

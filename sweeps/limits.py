@@ -240,5 +240,5 @@ EXPORT_PROGRESS_ROWS = 20_000
 EXPORT_STALL_SECONDS = 60.0
 # The export's page reloads itself this often while the file is being made.
 EXPORT_REFRESH_SECONDS = 2
-# The canonical text of an export's filters (sweeps.forms.ScenarioFilterForm: 18 short fields).
+# The canonical text of an export's filters (sweeps.forms.lists.ScenarioFilterForm: 18 short fields).
 EXPORT_QUERY_CHARS = 1000

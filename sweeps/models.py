@@ -1,35 +1,24 @@
 """What the dashboard stores: sweeps, their first crash points (the chunks), scenarios, questions.
 
 Rules:
-- A scenario row is one agentcore ScenarioRecord. Its identity (sweep, config, first point, second
-  point, third point) is unique, so storing a chunk twice is a no-op: a killed worker loses and
-  doubles nothing. `second_point` is 0 for a once scenario, `third_point` for all but a depth-3
-  sweep's thrice scenarios (NULLs would not collide in a unique constraint).
-  A waiting scenario's outcome columns (duplicates to calls_plus) are 0 until its resume stores
-  its outcome: its tallies so far are none (it has not made its calls yet); pages show "—".
-- A chunk is a (sweep, config, first point) crash point. `stored` is set in the same transaction
-  that stores its scenario rows, so "sweep done" is a fact read from the database: every chunk
-  stored and no question open. In a queue sweep, an answer can take a once scenario's restart to
-  points it had not reached: their twice scenarios are a later chunk of the same first point
-  (`second_from` > 0), made in the transaction that stores the resume, so it is made once.
-- A sweep's configurations are a JSON list of {"name", "design", "tracker"}; `config` columns
-  index into it. The job is stored as its JSON text, so a sweep can always be re-run or resumed.
-- A sweep is swept under one crash model, fsync setting and world (agentcore.config's `conditions`:
-  every configuration of it under the same): tracker fault, tool faults, person faults, model and
-  seed, stored with it; their choices and spellings are agentcore's (agentcore.faults: a fault is
-  stored as written, "ttl:5", "deny:0.5"; sweeps.configs checks it), their defaults agentcore's
-  (panic, fsync on, no tracker fault, a tool that fails first, a truthful person, a fixed model, 0).
-- A question holds what the person needs (the call, its key, what the ladder tried) and the
-  scenario's durable state while it waits (checkpoint files and tracker records).
-- Status transitions are data, as in h11's `_state.py`: each model with a status has EDGES, the
-  table of allowed edges (source -> targets), next to its Status; `take` is the one way a status is
-  written, a conditional UPDATE (`... WHERE pk = %s AND status IN (allowed sources)`) that says
-  whether the edge was taken, so two racing writers take it once. An edge not in the table raises
-  IllegalTransition (a bug, never a user error). A chunk has no status: its `stored` flag goes from
-  false to true once, by the conditional UPDATE of services/chunks.py.
-- An export (scenario rows into a file, made by a worker: services/export_files.py) is one row per
-  sweep, format, filters and rows' version (`version`: what the rows were when it was asked for);
-  its identity is unique, so asking for it again finds the same row.
+- A scenario row is one agentcore ScenarioRecord. Its identity (sweep, config, first point, second point, third point)
+  is unique, so storing a chunk twice is a no-op: a killed worker loses and doubles nothing. `second_point` is 0 for a
+  once scenario, `third_point` for all but a depth-3 sweep's thrice scenarios (NULLs would not collide in a unique
+  constraint). A waiting scenario's outcome columns (duplicates to calls_plus) are 0 until its resume stores its
+  outcome: its tallies so far are none; pages show "—".
+- A chunk is a (sweep, config, first point) crash point. `stored` is set in the same transaction that stores its
+  scenario rows, so "sweep done" is a fact read from the database: every chunk stored and no question open. In a queue
+  sweep, an answer can take a once scenario's restart to points it had not reached: their twice scenarios are a later
+  chunk of the same first point (`second_from` > 0), made once (in the transaction that stores the resume).
+- A sweep's configurations are a JSON list of {"name", "design", "tracker"} (`config` columns index into it); its job is
+  stored as its JSON text (a sweep can always be re-run or resumed), its conditions one column per agentcore.conditions
+  declaration (a fault as written, "ttl:5"; sweeps.configs checks it): every configuration of it is swept under them.
+- A question holds what the person needs (the call, its key, what the ladder tried) and the scenario's durable state.
+- Status transitions are data, as in h11's `_state.py`: each model with a status has EDGES, the table of allowed edges
+  (source -> targets), next to its Status; `take` is the one way a status is written, a conditional UPDATE (`... WHERE
+  pk = %s AND status IN (allowed sources)`) that says whether the edge was taken, so two racing writers take it once.
+  An edge not in the table raises IllegalTransition (a bug, never a user error). A chunk has no status: its `stored`
+  flag goes from false to true once, by the conditional UPDATE of services/chunks.py.
 """
 
 from __future__ import annotations
@@ -40,10 +29,19 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from agentcore.config import CONDITIONS, CRASH_MODELS
+from agentcore.conditions import CONDITIONS, Condition
 from agentcore.config import conditions as agent_conditions
-from agentcore.faults import MODELS
 from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
+
+
+def condition_column(c: Condition) -> models.Field:
+    """A condition's column, from its declaration (an open spelling has no choices: "ttl:N" takes any N)."""
+    if c.type is bool:
+        return models.BooleanField(default=c.default, help_text=c.help)
+    if c.type is int:
+        return models.PositiveIntegerField(default=c.default, help_text=c.help)
+    choices = [(v, v) for v in c.values] if c.choices else None
+    return models.CharField(max_length=CONDITION_CHARS, choices=choices, default=c.default, help_text=c.help)
 
 
 class IllegalTransition(RuntimeError):
@@ -62,8 +60,8 @@ class Sweep(models.Model):
         SCRIPTED = "scripted"
         QUEUE = "queue"
 
-    # source -> the statuses it may go to. running/waiting: chunks stored, questions open or not;
-    # failed -> failed: a later failure replaces the message; done is final.
+    # source -> the statuses it may go to. running/waiting: chunks stored, questions open or not; failed -> failed: a
+    # later failure replaces the message; done is final.
     EDGES = {
         Status.RUNNING: frozenset({Status.WAITING, Status.DONE, Status.FAILED, Status.CANCELLED}),
         Status.WAITING: frozenset({Status.RUNNING, Status.DONE, Status.FAILED, Status.CANCELLED}),
@@ -80,22 +78,8 @@ class Sweep(models.Model):
     depth = models.PositiveSmallIntegerField(default=2)
     runs = models.PositiveSmallIntegerField(default=1)
     person = models.CharField(max_length=10, choices=Person.choices, default=Person.SCRIPTED)
-    crash_model = models.CharField(max_length=CONDITION_CHARS, choices=[(m, m) for m in CRASH_MODELS],
-                                   default="panic", help_text="what a crash leaves of the checkpoint files")
-    fsync = models.BooleanField(default=True, help_text="the checkpoint store syncs its files and folder")
-    # No choices: ttl:N takes a number (sweeps.configs checks the spelling with agentcore.faults).
-    tracker_fault = models.CharField(max_length=CONDITION_CHARS, default="none",
-                                     help_text="none, crash (it can crash too), ttl:N (it forgets keys after N "
-                                               "requests) or strict-params")
-    tool_faults = models.CharField(max_length=CONDITION_CHARS, default="first",
-                                   help_text="first, k:N or always: which attempts of a flaky tool's changing "
-                                             "call fail")
-    person_faults = models.CharField(max_length=CONDITION_CHARS, default="truthful",
-                                     help_text="truthful, deny:P, wrong:P or adversarial: how the scripted person "
-                                               "answers")
-    model = models.CharField(max_length=CONDITION_CHARS, choices=[(m, m) for m in MODELS], default="fixed",
-                             help_text="what the model replies when asked again")
-    seed = models.PositiveIntegerField(default=0, help_text="seeds the person's and the model's random choices")
+    # One column per condition (agentcore.conditions), where its declaration puts it in the field order.
+    locals().update({c.name: condition_column(c) for c in CONDITIONS})
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
     error = models.TextField(blank=True)
     total_chunks = models.PositiveIntegerField(default=0)
@@ -115,9 +99,8 @@ class Sweep(models.Model):
 
     @property
     def conditions(self) -> str:
-        """The crash model, fsync and the world's faults in agentcore's words: "power-cut, fsync off,
-        tracker fault: ttl:5"."""
-        return agent_conditions(**{name: getattr(self, name) for name in CONDITIONS})
+        """The conditions in agentcore's words: "power-cut, fsync off, tracker fault: ttl:5"."""
+        return agent_conditions(**{c.name: getattr(self, c.name) for c in CONDITIONS})
 
     @property
     def fsync_option(self) -> str:
@@ -133,8 +116,8 @@ class Chunk(models.Model):
     first_point = models.PositiveIntegerField()
     kind = models.CharField(max_length=40)
     label = models.CharField(max_length=300)
-    # A later chunk (made after an answer): the twice scenarios at restart points second_from to
-    # second_to, which the once scenario's restart reaches with `answers`. 0: the first chunk.
+    # A later chunk (made after an answer): the twice scenarios at restart points second_from to second_to, which the
+    # once scenario's restart reaches with `answers`. 0: the first chunk.
     second_from = models.PositiveIntegerField(default=0)
     second_to = models.PositiveIntegerField(default=0)
     answers = models.JSONField(default=dict, blank=True, help_text="question ID -> it happened")
@@ -143,13 +126,13 @@ class Chunk(models.Model):
     saves = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     stored_at = models.DateTimeField(null=True, blank=True)
-    # Its lease (services/leases.py): the worker whose hands its message is in, and until when; NULL
-    # while it waits in the queue and once it is stored.
+    # Its lease (services/leases.py): the worker whose hands its message is in, and until when; NULL while it waits in
+    # the queue and once it is stored.
     holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
     lease_until = models.DateTimeField(null=True, blank=True)
-    # Its current message (services/messages.py): when it was published (microseconds of the wall
-    # clock, plus its place among the messages published together), at what priority, and when a
-    # worker received it (NULL: in the queue still, or lost with a worker or a broker).
+    # Its current message (services/messages.py): when it was published (microseconds of the wall clock, plus its
+    # place among the messages published together), at what priority, and when a worker received it (NULL: in the
+    # queue still, or lost with a worker or a broker).
     queued = models.BigIntegerField(null=True, blank=True)
     priority = models.PositiveSmallIntegerField(default=0)
     received = models.BigIntegerField(null=True, blank=True)
@@ -171,8 +154,8 @@ class Scenario(models.Model):
         FAILED = "failed"
         CORRUPT = "corrupt"  # a restart found a checkpoint it could not read
 
-    # A scenario is stored done, waiting, failed or corrupt; only a waiting one changes, when its
-    # question's answer resumes it (it may ask again: waiting -> waiting).
+    # A scenario is stored done, waiting, failed or corrupt; only a waiting one changes, when its question's answer
+    # resumes it (it may ask again: waiting -> waiting).
     EDGES = {
         Status.WAITING: frozenset({Status.WAITING, Status.DONE, Status.FAILED, Status.CORRUPT}),
         Status.DONE: frozenset(),
@@ -216,16 +199,13 @@ class Scenario(models.Model):
             models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_point", "third_point"],
                                     name="scenario_identity")
         ]
-        # Two indexes only: each one costs every one of a sweep's ~10,000 inserted rows (five more, one
-        # per list filter, took storing the whole table from 0.27 s to 0.39 s, measured). The list's
-        # filters walk this one in the list's order (a design or tracker filter says which configs);
-        # test_perf holds them to 150 ms.
+        # Two indexes only: each one costs every one of a sweep's inserted rows (docs/benchmarks.md). The list's
+        # filters walk this one in the list's order (a design or tracker filter says which configs); test_perf holds
+        # them to their budget.
         indexes = [
-            # Covers the table's and the heatmap's GROUP BYs (index-only scans over 100,000 rows): every
-            # outcome the table sums. Without wrong..avoidable in it (measured, CPU ms per page at
-            # 100,000 rows) the sweep page took 50 ms instead of 38, compare 93 instead of 67, the
-            # heatmap 104 instead of 88; storing 10,000 rows cost the same within noise.
-            # The third point (0 but in a depth-3 sweep's thrice scenarios) counts them apart from the twice ones.
+            # Covers the table's and the heatmap's GROUP BYs (index-only scans): every outcome the table sums (without
+            # wrong..avoidable in it the pages took longer: docs/benchmarks.md). The third point (0 but in a depth-3
+            # sweep's thrice scenarios) counts them apart from the twice ones.
             models.Index(fields=["sweep", "config", "first_point", "second_point", "third_point", "duplicates",
                                  "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus"],
                          name="scenario_metrics"),
@@ -270,10 +250,10 @@ class Question(models.Model):
 
 
 class Audit(models.Model):
-    """An audit (agentcore.audit) of a job: every selected design x tracker mode under every selected
-    world model, at depth 2 with agentcore.audit.RUNS job runs, on the job and its variants. Its units
-    hold only counts and witness candidates; "done" is a fact of the database (every unit stored),
-    and the verdicts (with each broken subject's witness, replayed once) are cached by its finish."""
+    """An audit (agentcore.audit) of a job: every selected design x tracker mode under every selected world model, at
+    depth 2 with agentcore.audit.RUNS job runs, on the job and its variants. Its units hold only counts and witness
+    candidates; "done" is a fact of the database (every unit stored), and the verdicts (with each broken subject's
+    witness, replayed once) are cached by its finish."""
 
     class Status(models.TextChoices):
         RUNNING = "running"
@@ -307,8 +287,8 @@ class Audit(models.Model):
 
 
 class AuditUnit(models.Model):
-    """One (world, design, tracker mode) of an audit over every variant: agentcore.audit.sweep_unit's
-    Cell, stored once (`stored` false -> true by a conditional UPDATE), never its scenarios."""
+    """One (world, design, tracker mode) of an audit over every variant: agentcore.audit.sweep_unit's Cell, stored
+    once (`stored` false -> true by a conditional UPDATE), never its scenarios."""
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="units")
     world = models.CharField(max_length=40)
@@ -341,9 +321,8 @@ class AuditUnit(models.Model):
 
 
 class Lease(models.Model):
-    """A lease that one holder at a time has, until it runs out: `watchdog` is the watchdog's leader
-    (services/leases.py). Taken and renewed by a conditional UPDATE (`... WHERE holder = me OR
-    expires_at < now`), so of two workers asking at once one gets it."""
+    """A lease one holder at a time has until it runs out (`watchdog`: the watchdog's leader, services/leases.py),
+    taken and renewed by a conditional UPDATE (`... WHERE holder = me OR expires_at < now`): of two, one gets it."""
 
     name = models.CharField(max_length=40, primary_key=True)
     holder = models.CharField(max_length=LEASE_HOLDER_CHARS)
@@ -354,9 +333,9 @@ class Lease(models.Model):
 
 
 class Export(models.Model):
-    """A file of a sweep's scenario rows, made by a worker (services/export_files.py) and served once
-    ready. Its identity (sweep, what, format, filters, rows' version) is unique: a repeated request
-    finds the row it made. `beat_at` moves with its progress; not ready and still for long, it is lost."""
+    """A file of a sweep's scenario rows, made by a worker (services/export_files.py) and served once ready. Its
+    identity (sweep, what, format, filters, rows' version) is unique: a repeated request finds the row it made.
+    `beat_at` moves with its progress; not ready and still for long, it is lost."""
 
     class Status(models.TextChoices):
         PENDING = "pending"  # its message is queued
@@ -364,8 +343,8 @@ class Export(models.Model):
         READY = "ready"
         FAILED = "failed"
 
-    # pending -> pending and running -> pending: queued again once lost; running -> running: a
-    # worker takes it over from a lost one; failed -> pending: asked for again. Ready is final.
+    # pending -> pending and running -> pending: queued again once lost; running -> running: a worker takes it over
+    # from a lost one; failed -> pending: asked for again. Ready is final.
     EDGES = {
         Status.PENDING: frozenset({Status.PENDING, Status.RUNNING, Status.FAILED}),
         Status.RUNNING: frozenset({Status.PENDING, Status.RUNNING, Status.READY, Status.FAILED}),
@@ -406,12 +385,9 @@ class Export(models.Model):
 
 def take(model: type[Sweep | Scenario | Question | Audit | Export], pk: int | list[int], to: str, *,
          sources: Iterable[str] | None = None, where: models.Q | None = None, **fields: Any) -> bool:
-    """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with
-    it) if its status is one of `sources` (default: every source the model's EDGES lets reach `to`)
-    and it matches `where` (other columns' conditions, in the same UPDATE); whether any moved.
-
-    One conditional UPDATE, so of two racing writers one takes the edge. Raises IllegalTransition
-    if an edge sources -> to is not in the table."""
+    """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with it) if its status
+    is one of `sources` (default: every source the model's EDGES lets reach `to`) and it matches `where` (other
+    columns' conditions, in the same UPDATE); whether any moved. See the rules: one conditional UPDATE."""
     edges: dict[str, frozenset[str]] = model.EDGES  # type: ignore[attr-defined]
     froms = [s for s, targets in edges.items() if to in targets] if sources is None else list(sources)
     illegal = [s for s in froms if to not in edges.get(s, frozenset())]

@@ -26,7 +26,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES
 from sweeps import roles, selectors
-from sweeps.forms import (
+from sweeps.forms.lists import (
     BackForm,
     ScenarioFilterForm,
 )

@@ -10,7 +10,7 @@ from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from sweeps import roles, selectors
-from sweeps.forms import AuditForm
+from sweeps.forms.launch import AuditForm
 from sweeps.models import Audit
 from sweeps.services import audits
 from sweeps.views import errors

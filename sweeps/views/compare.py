@@ -11,10 +11,11 @@ from django.http import (
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
+from agentcore.conditions import CONDITIONS
 from agentcore.records import COLUMNS
 from sweeps import exports, selectors
 from sweeps.configs import conditions_of
-from sweeps.forms import (
+from sweeps.forms.lists import (
     CompareForm,
 )
 from sweeps.models import Sweep
@@ -56,10 +57,8 @@ def compare(request: HttpRequest) -> HttpResponse:
         a, b = pair
         rows = selectors.sweep_compare(a, b)
         setup = [(what, getattr(a, field), getattr(b, field)) for what, field in
-                 (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"),
-                  ("crash model", "crash_model"), ("fsync", "fsync_option"), ("tracker fault", "tracker_fault"),
-                  ("tool faults", "tool_faults"), ("person faults", "person_faults"), ("model", "model"),
-                  ("seed", "seed"))]
+                 (("job", "job_name"), ("depth", "depth"), ("job runs", "runs"), ("person", "person"))]
+        setup += [(c.title, c.text(getattr(a, c.name)), c.text(getattr(b, c.name))) for c in CONDITIONS]
         context.update({
             "a": a, "b": b, "rows": rows, "changed": sum(r["changed"] for r in rows),
             "only_a": sum(r["b"] is None for r in rows), "only_b": sum(r["a"] is None for r in rows),

@@ -27,7 +27,7 @@ from kombu.exceptions import OperationalError as BrokerError
 from agentcore.checkpoint import CheckpointError
 from agentcore.jobs import JobError
 from sweeps import diskfull
-from sweeps.forms import printable
+from sweeps.forms.jobfiles import printable
 
 log = logging.getLogger("sweeps.views")
 T = TypeVar("T")

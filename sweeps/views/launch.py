@@ -21,11 +21,9 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from sweeps import configs, limits, roles, selectors
 from sweeps import plan as planning
-from sweeps.forms import (
-    LaunchForm,
-    PageForm,
-    new_request_token,
-)
+from sweeps.forms.jobfiles import new_request_token
+from sweeps.forms.launch import LaunchForm
+from sweeps.forms.lists import PageForm
 from sweeps.services import launch
 from sweeps.views import errors
 from sweeps.views._common import (

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from sweeps import limits, replay, roles, selectors
-from sweeps.forms import (
+from sweeps.forms.lists import (
     AnswerForm,
     QuestionListForm,
 )

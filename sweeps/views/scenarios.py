@@ -19,10 +19,8 @@ from django.views.decorators.http import require_safe
 
 from agentcore import jobs
 from sweeps import charts, cost, limits, pagecache, replay, selectors
-from sweeps.forms import (
-    HeatmapForm,
-    WitnessForm,
-)
+from sweeps.forms.lists import HeatmapForm
+from sweeps.forms.witness import WitnessForm
 from sweeps.models import Audit, Scenario, Sweep
 from sweeps.services import timelines
 from sweeps.views import errors

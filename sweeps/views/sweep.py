@@ -20,7 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from agentcore.records import COLUMNS, DEPTH_COLUMNS
 from sweeps import limits, roles, selectors
-from sweeps.forms import (
+from sweeps.forms.lists import (
     SweepNotesForm,
 )
 from sweeps.models import Sweep

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agentcore.sweep import TABLE
-from sweeps.forms import builtin_job_source
+from sweeps.configs import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 
 KINDS = ("reply-arrived", "tracker-accepted", "tool-returned", "result-saved")

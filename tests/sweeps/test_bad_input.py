@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from sweeps.forms import builtin_job_source
+from sweeps.configs import builtin_job_source
 from sweeps.models import Question, Scenario, Sweep
 from tests.sweeps import _data
 from tests.sweeps._web import counts, launch_data, logged_in, member, record_enqueued, sent_resumes, waiting_sweep

@@ -11,15 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from agentcore.config import CRASH_MODELS
 from agentcore.faults import MODELS
 from agentcore.jobs import Job
-from sweeps.configs import Conditions, clean_spelled
-from sweeps.forms import (
-    AnswerForm,
-    HeatmapForm,
-    LaunchForm,
-    QuestionListForm,
-    ScenarioFilterForm,
-    builtin_job_source,
-)
+from sweeps.configs import Conditions, builtin_job_source, clean_spelled
+from sweeps.forms.launch import LaunchForm
+from sweeps.forms.lists import AnswerForm, HeatmapForm, QuestionListForm, ScenarioFilterForm
 from sweeps.models import Sweep
 from tests.sweeps import _data
 from tests.sweeps._web import launch_data

@@ -37,8 +37,7 @@ from agentcore.crash import Kind
 from agentcore.designs import DESIGNS
 from agentcore.faults import MAX_TTL, MODELS
 from agentcore.world import MODES
-from sweeps.configs import Conditions, conditions_of
-from sweeps.forms import builtin_job_source
+from sweeps.configs import Conditions, builtin_job_source, conditions_of
 from sweeps.limits import MAX_SEED
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from tests.sweeps import _data

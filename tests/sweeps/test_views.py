@@ -29,8 +29,7 @@ from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
 from agentcore.world import MODES
 from sweeps import charts, exports, limits, selectors
-from sweeps.configs import Conditions, conditions_of
-from sweeps.forms import builtin_job_source
+from sweeps.configs import Conditions, builtin_job_source, conditions_of
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch
 from sweeps.workqueue import publish
