@@ -25,6 +25,7 @@ from agentcore.world import MODES
 from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
+from sweeps.request import LaunchRequest, launch_request, preset_configs
 from sweeps.selectors import METRICS
 
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
@@ -247,7 +248,22 @@ class LaunchForm(forms.Form):
                 self.add_error("designs", "choose at least one design")
             if not data.get("trackers"):
                 self.add_error("trackers", "choose at least one tracker mode")
+        data["source_name"] = name
         return data
+
+    def launch_request(self) -> LaunchRequest | None:
+        """The launch a valid form asks for, checked and planned once (sweeps.request), or None with
+        its refusal added to the form's errors."""
+        data = self.cleaned_data
+        try:
+            return launch_request(
+                job_source=data["job_source"], job=data["job_obj"], source_name=data["source_name"],
+                configs=preset_configs(data), depth=data["depth"], runs=data["runs"], person=data["person"],
+                name=data["name"], notes=data["notes"], **{c: data[c] for c in Conditions._fields})
+        except ValidationError as e:
+            for message in e.messages:
+                self.add_error(None, message)
+            return None
 
 
 class ScenarioFilterForm(forms.Form):

@@ -18,6 +18,7 @@ from django.utils import timezone
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
+from sweeps import forms as sweep_forms
 from sweeps import limits, selectors
 from sweeps import plan as planning
 from sweeps import workers as sweepworkers
@@ -572,8 +573,8 @@ def test_the_plan_endpoint_gives_the_table_s_size_and_a_time(as_role, users, enq
 
 def test_the_plan_endpoint_plans_under_the_form_s_conditions(as_role, users, monkeypatch):
     asked = []
-    real = planning.sweep_plan
-    monkeypatch.setattr(planning, "sweep_plan", lambda **kw: asked.append(kw) or real(**kw))
+    real = sweep_forms.launch_request  # the form checks and plans the launch once (sweeps.request)
+    monkeypatch.setattr(sweep_forms, "launch_request", lambda **kw: asked.append(kw) or real(**kw))
     r = as_role("owner").post(reverse("sweeps:plan"), launch_data(
         crash_model="power-cut", fsync="off", tracker_fault="ttl:5", tool_faults="k:2", person_faults="wrong:0.5",
         model="fresh-ids", seed="9", depth="1"))
