@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentcore.crash import Hook, Kind, no_crash
 from agentcore.disk import MemoryFiles
+from agentcore.errors import AgentcoreError
 
 if TYPE_CHECKING:
     from agentcore.designs import Design
@@ -39,7 +40,7 @@ _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 _CHUNK = 1 << 16
 
 
-class CheckpointError(Exception):
+class CheckpointError(AgentcoreError):
     """The stored checkpoint cannot be read; the message names the file."""
 
 

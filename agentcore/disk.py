@@ -49,6 +49,8 @@ import zlib
 from collections.abc import Iterable
 from itertools import product
 
+from agentcore.errors import AgentcoreError
+
 BLOCK = 512
 MAX_STATES = 8
 MAX_TEARS = 4
@@ -57,7 +59,7 @@ State = dict[str, bytes]  # path -> content: the files a crash leaves
 AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
-class OverBudget(Exception):
+class OverBudget(AgentcoreError):
     """A play would take more steps than its WorkBudget allows."""
 
     def __init__(self, spent: int, bound: int) -> None:

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from agentcore.errors import BadInput
 from agentcore.limits import MAX_CALLS, MAX_JOB_BYTES, MAX_NESTING
 
 OPS = ("create_issue", "comment", "search", "label")
@@ -33,7 +34,7 @@ BUILTIN = {"triage": "triage.json"}
 SEP = "~"  # agentcore.model: "call_1~2" is the 2nd ask's ID for call_1
 
 
-class JobError(ValueError):
+class JobError(BadInput):
     """A job file is unusable; the message names the file, the field and the problem."""
 
 

@@ -173,13 +173,15 @@ def clean_conditions(*values: Any, **named: Any) -> Conditions:
 
 
 def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_name: str,
-                   conditions: Conditions) -> Job:
-    """The job, parsed, once depth, runs, person and conditions are checked too. Raises ValidationError."""
+                   conditions: Conditions, job: Job | None = None) -> Job:
+    """The job, parsed, once depth, runs, person and conditions are checked too (`job`: the job
+    already parsed from `job_source`, taken as it is). Raises ValidationError."""
     check(isinstance(job_source, str), "the job must be JSON text")
-    try:
-        job = parse_job(job_source, source_name)
-    except JobError as e:
-        raise ValidationError(str(e), code="job") from None
+    if job is None:
+        try:
+            job = parse_job(job_source, source_name)
+        except JobError as e:
+            raise ValidationError(str(e), code="job") from None
     check(type(depth) is int and depth in DEPTHS,
           f"depth must be {' or '.join(map(str, DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
@@ -215,11 +217,16 @@ def planned_configs(job_source: Any, configs: Any, depth: Any, runs: Any, person
     configurations whose uninterrupted runs list its chunks. Raises ValidationError."""
     job = clean_settings(job_source, depth, runs, person, source_name, conditions)
     clean = clean_configs(configs)
+    return job, clean, truthful_configs(job, clean, runs, conditions)
+
+
+def truthful_configs(job: Job, clean: list[dict[str, str]], runs: int,
+                     conditions: Conditions) -> list[agentsweep.Config]:
+    """The agentcore configurations of checked settings whose uninterrupted runs list the chunks."""
     # The crash points come from the uninterrupted run with a truthful person: a queue person
     # would suspend it at its first question (the points after an answer are the same).
-    cfgs = [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"],
+    return [agentsweep.Config(job, design(c["design"]), c["tracker"], runs, "scripted", c["name"],
                               **conditions._asdict()) for c in clean]
-    return job, clean, cfgs
 
 
 def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
@@ -227,6 +234,12 @@ def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any
     """Validate a sweep's settings and plan its chunks (every configuration under `conditions`),
     the plays charged to `budget` (agentcore.disk.WorkBudget). Raises ValidationError."""
     job, clean, cfgs = planned_configs(job_source, configs, depth, runs, person, source_name, conditions)
+    return plan_chunks(job, conditions, clean, cfgs, budget)
+
+
+def plan_chunks(job: Job, conditions: Conditions, clean: list[dict[str, str]], cfgs: list[agentsweep.Config],
+                budget: agentsweep.WorkBudget | None = None) -> ChunkPlan:
+    """The chunks of checked settings (planned_configs' three), the plays charged to `budget`."""
     plan: list[agentsweep.Chunk] = []
     npoints: list[int] = []
     for i, cfg in enumerate(cfgs):

@@ -16,26 +16,25 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from agentcore import sweep as agentsweep
-from agentcore.jobs import carried_bytes
+from agentcore.jobs import Job, carried_bytes
 from sweeps import cost
 from sweeps.configs import (
     ChunkPlan,
     Conditions,
-    chunk_plan,
     clean_configs,
     clean_settings,
     conditions_from,
-    planned_configs,
+    plan_chunks,
+    truthful_configs,
 )
 from sweeps.limits import (
-    LAUNCH_STEPS,
     MAX_DEPTH3_SCENARIOS,
     MAX_SWEEP_JOB_BYTES,
     PLAN_BUDGET,
@@ -147,27 +146,45 @@ def _plays(depth: int, budget: int, npoints: list[int]) -> list[int]:
     return [0 for _ in npoints]
 
 
-def _cost(what: str, cfgs: list[agentsweep.Config], depth: int, budget: int, bound: int) -> int:
+def _cost(what: str, cfgs: list[agentsweep.Config], depth: int, budget: int, bound: int) -> tuple[int, int]:
     """The steps of planning `cfgs` at `depth` (sweeps.cost), refused past `bound`: each run played
     for its points and for its truth, and as many times again as the count plays its restarts. The
-    points are the count's (sweeps.cost: a power cut without fsync offers more)."""
+    points are the count's (sweeps.cost: a power cut without fsync offers more). With them, the steps
+    of one play of each run (what a launch's planning of its chunks costs is twice that)."""
     costs = cost.play_costs(what, [(cfg, 2) for cfg in cfgs], bound)
     plays = _plays(depth, budget, [n for _, n in costs])
     total = sum(steps * (2 + extra) for (steps, _), extra in zip(costs, plays, strict=True))
     if total > bound:
         raise cost.refusal(what, total, bound)
-    return total
+    return total, sum(steps for steps, _ in costs)
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What a planned size is cached by: the settings as checked. The job parsed from them rides along
+    (it is the job_source's: comparing the text says as much; the name it was parsed under only
+    changes its messages, and it parsed)."""
+
+    job_source: str
+    configs: tuple[tuple[str, str, str], ...]
+    depth: int
+    runs: int
+    person: str
+    budget: int
+    conditions: Conditions
+    job: Job = field(compare=False)
 
 
 @lru_cache(maxsize=32)
-def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int, runs: int, person: str,
-          budget: int, source_name: str, conditions: Conditions) -> Plan:
-    named = [{"name": n, "design": d, "tracker": t} for n, d, t in configs]
+def _plan(asked: _Asked) -> tuple[Plan, ChunkPlan, int]:
+    """The planned size, the chunks a launch stores and the steps of one play of each run."""
+    depth, budget, conditions = asked.depth, asked.budget, asked.conditions
+    named = [{"name": n, "design": d, "tracker": t} for n, d, t in asked.configs]
+    cfgs = truthful_configs(asked.job, named, asked.runs, conditions)
     what = "counting this sweep's planned size"
-    _cost(what, planned_configs(job_source, named, depth, runs, person, source_name, conditions)[2], depth, budget,
-          PLAN_STEPS)
+    _, run_steps = _cost(what, cfgs, depth, budget, PLAN_STEPS)
     with cost.bounded(what, PLAN_STEPS) as work:
-        planned = chunk_plan(job_source, named, depth, runs, person, source_name, conditions, work)
+        planned = plan_chunks(asked.job, conditions, named, cfgs, work)
         npoints = planned.points
         sampled, samples_of = _sampled(depth, budget, npoints)
         rows = []
@@ -179,8 +196,9 @@ def _plan(job_source: str, configs: tuple[tuple[str, str, str], ...], depth: int
                 deeper = _total(n, samples, lambda f, cfg=cfg, k=samples: _thrice_points(cfg, f, k, work))
             rows.append((c["name"], n, n + sum(deeper)))
     # A queue person's scenarios stop at open questions and go on after answers: an estimate.
-    return Plan(sum(npoints), sum(r[2] for r in rows), not sampled and person == Sweep.Person.SCRIPTED,
+    size = Plan(sum(npoints), sum(r[2] for r in rows), not sampled and asked.person == Sweep.Person.SCRIPTED,
                 tuple(rows), carried_bytes(planned.job))
+    return size, planned, run_steps
 
 
 def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
@@ -189,18 +207,26 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
-    sweep_create does, and so does a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios
-    (sweep_create asks this first), one whose states would carry more than MAX_SWEEP_JOB_BYTES of
-    its job, at any depth, and a count over PLAN_STEPS (cost.TooCostly). A job carrying more than
-    PLAN_STEP_BYTES is planned within a budget shrunk in proportion (its steps are that much
-    slower). Cached per process (the launch form asks on every change)."""
+    sweep_create does, and so does a sweep too big (checked_plan). Cached per process (the launch
+    form asks on every change)."""
     given = conditions_from(conditions)
     job = clean_settings(job_source, depth, runs, person, source_name, given)
-    key = tuple((c["name"], c["design"], c["tracker"]) for c in clean_configs(configs))
+    clean = clean_configs(configs)
+    return checked_plan(job, job_source, clean, depth, runs, person, given, budget)[0]
+
+
+def checked_plan(job: Job, job_source: str, clean: list[dict[str, str]], depth: int, runs: int, person: str,
+                 conditions: Conditions, budget: int = PLAN_BUDGET) -> tuple[Plan, ChunkPlan, int]:
+    """Checked settings' planned size, chunks and steps of one play of each run (see _plan), or a
+    refusal (ValidationError): a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios, one whose
+    states would carry more than MAX_SWEEP_JOB_BYTES of its job, at any depth, and a count over
+    PLAN_STEPS (cost.TooCostly). A job carrying more than PLAN_STEP_BYTES is planned within a
+    budget shrunk in proportion (its steps are that much slower)."""
     carried = carried_bytes(job)
     if carried > PLAN_STEP_BYTES:
         budget = max(1, budget * PLAN_STEP_BYTES // carried)
-    planned = _plan(job_source, key, depth, runs, person, budget, source_name, given)
+    key = tuple((c["name"], c["design"], c["tracker"]) for c in clean)
+    planned, chunks, run_steps = _plan(_Asked(job_source, key, depth, runs, person, budget, conditions, job))
     about = "" if planned.exact else "about "
     if depth == 3 and planned.scenarios > MAX_DEPTH3_SCENARIOS:
         raise ValidationError(
@@ -213,7 +239,7 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
             f"scenarios, each carrying the job's {planned.job_bytes:,} bytes of calls and final text), more than "
             f"the {_size(MAX_SWEEP_JOB_BYTES)} a sweep may carry; make the job's arguments shorter, or sweep "
             "fewer configurations or fewer job runs", code="too_big")
-    return planned
+    return planned, chunks, run_steps
 
 
 def _size(n: int) -> str:
@@ -222,23 +248,3 @@ def _size(n: int) -> str:
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n} bytes"
-
-
-def size_check(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-               person: str = "scripted", source_name: str = "uploaded job", **conditions: Any) -> None:
-    """Refuse a sweep too big to launch (ValidationError, see sweep_plan) before anything is stored:
-    at depth 3 one of too many scenarios, at any depth one whose states would carry too many bytes of
-    its job (MAX_CHUNKS bounds the rest)."""
-    sweep_plan(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
-               source_name=source_name, **conditions)
-
-
-def launch_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
-                conditions: Conditions) -> ChunkPlan:
-    """chunk_plan within LAUNCH_STEPS: its cost (each configuration's run played for its points and
-    for its truth) known first; past the bound, cost.TooCostly (a ValidationError)."""
-    what = "planning this sweep's chunks"
-    cfgs = planned_configs(job_source, configs, depth, runs, person, source_name, conditions)[2]
-    cost.estimate(what, [(cfg, 2) for cfg in cfgs], LAUNCH_STEPS)
-    with cost.bounded(what, LAUNCH_STEPS) as work:
-        return chunk_plan(job_source, configs, depth, runs, person, source_name, conditions, work)

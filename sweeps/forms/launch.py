@@ -13,11 +13,12 @@ from agentcore.conditions import NAMED
 from agentcore.designs import DESIGNS
 from agentcore.jobs import BUILTIN
 from agentcore.world import MODES
-from sweeps.configs import DEPTH_3_PERSON, builtin_job_source, clean_spelled
+from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_spelled
 from sweeps.forms.fields import launch_fields, section
 from sweeps.forms.jobfiles import checked_job, read_job_file
 from sweeps.limits import MAX_RUNS
 from sweeps.models import Sweep
+from sweeps.request import LaunchRequest, launch_request, preset_configs
 
 
 class LaunchForm(forms.Form):
@@ -115,7 +116,22 @@ class LaunchForm(forms.Form):
                 self.add_error("designs", "choose at least one design")
             if not data.get("trackers"):
                 self.add_error("trackers", "choose at least one tracker mode")
+        data["source_name"] = name
         return data
+
+    def launch_request(self) -> LaunchRequest | None:
+        """The launch a valid form asks for, checked and planned once (sweeps.request), or None with
+        its refusal added to the form's errors."""
+        data = self.cleaned_data
+        try:
+            return launch_request(
+                job_source=data["job_source"], job=data["job_obj"], source_name=data["source_name"],
+                configs=preset_configs(data), depth=data["depth"], runs=data["runs"], person=data["person"],
+                name=data["name"], notes=data["notes"], **{c: data[c] for c in Conditions._fields})
+        except ValidationError as e:
+            for message in e.messages:
+                self.add_error(None, message)
+            return None
 
 
 class AuditForm(forms.Form):

@@ -1,5 +1,6 @@
-"""Launching a sweep: validate, store the sweep and its chunks, enqueue them on commit. (The planned
-size before launching is sweeps.plan's; the checks are sweeps.configs'.)
+"""Launching a sweep: store a checked launch request and its chunks, enqueue them on commit. (The
+request, checked and planned once, is sweeps.request's; the checks are sweeps.configs' and
+sweeps.plan's.)
 
 Rules:
 - Bad input, and a sweep too big to launch, store nothing (ValidationError).
@@ -12,15 +13,16 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
 
 from sweeps import diskfull, selectors
-from sweeps.configs import check, clean_name_notes, conditions_from
+from sweeps.configs import check
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep, take
-from sweeps.plan import launch_plan, size_check
+from sweeps.request import LaunchRequest, launch_request
 from sweeps.services import lifecycle
 from sweeps.workqueue import publish
 
@@ -34,40 +36,39 @@ class StoredUnqueued(Exception):
         self.sweep_id = sweep_id
 
 
-def sweep_create(*, user: Any, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                 person: str = "scripted", request_token: str | None = None,
-                 source_name: str = "uploaded job", name: str = "", notes: str = "", **conditions: Any) -> Sweep:
-    """Validate, store the sweep and its chunks, and enqueue their messages on commit (publish.deal).
+def sweep_create(*, user: Any, request_token: str | None = None, asked: LaunchRequest | None = None,
+                 **settings: Any) -> Sweep:
+    """Store the launch `asked` (sweeps.request.launch_request: checked and planned once) and its
+    chunks, and enqueue their messages on commit (publish.deal). Without `asked`, the launch of
+    `settings` (launch_request's keyword arguments: job_source, configs, depth, runs, person,
+    source_name, name, notes and the conditions), checked after the request token.
 
     Bad input raises ValidationError and stores nothing, and so does a sweep too big to launch
-    (sweeps.plan.size_check: a depth-3 sweep of too many scenarios, a job too big for its sweep).
-    The same `request_token` twice gives the first sweep back (a double submit is one sweep). `name`
-    and `notes` are the person's own words for the sweep (optional). Every configuration is swept
-    under `conditions` (sweeps.configs.Conditions' fields: crash_model, fsync, tracker_fault,
-    tool_faults, person_faults, model, seed; agentcore's choices and spellings, its defaults for
-    those not given), stored with the sweep. A `user` at
-    the limit of unfinished sweeps (settings.SWEEPSITE_MAX_RUNNING) is refused (ValidationError);
+    (a depth-3 sweep of too many scenarios, a job too big for its sweep: sweeps.plan.checked_plan).
+    The same `request_token` twice gives the first sweep back (a double submit is one sweep). A `user`
+    at the limit of unfinished sweeps (settings.SWEEPSITE_MAX_RUNNING) is refused (ValidationError);
     commands pass no user and have no limit.
     """
+    if asked is not None and settings:
+        raise TypeError(f"sweep_create takes a launch request or its settings, not both: {', '.join(settings)}")
     if request_token is not None:
         check(isinstance(request_token, str) and 0 < len(request_token) <= REQUEST_TOKEN_CHARS, "bad request token")
         existing = Sweep.objects.filter(request_token=request_token).first()
         if existing is not None:
             return existing
-    name, notes = clean_name_notes(name, notes)
-    size_check(job_source=job_source, configs=configs, depth=depth, runs=runs, person=person,
-               source_name=source_name, **conditions)
-    planned = launch_plan(job_source, configs, depth, runs, person, source_name, conditions_from(conditions))
+    if asked is None:
+        asked = launch_request(**settings)
     owner_id = getattr(user, "pk", None)
     try:
         with transaction.atomic():
             lifecycle.check_running_limit(owner_id)
             sweep = Sweep.objects.create(
-                job_name=planned.job.name, job_source=job_source, configs=planned.configs, depth=depth, runs=runs,
-                person=person, created_by_id=owner_id, request_token=request_token,
-                total_chunks=len(planned.chunks), name=name, notes=notes, **planned.conditions._asdict(),
+                job_name=asked.job.name, job_source=asked.job_source, configs=[dict(c) for c in asked.configs],
+                depth=asked.depth, runs=asked.runs, person=asked.person, created_by_id=owner_id,
+                request_token=request_token, total_chunks=len(asked.chunks), name=asked.name, notes=asked.notes,
+                **asked.conditions._asdict(),
             )
-            ids = _store_chunks(sweep, planned.chunks)
+            ids = _store_chunks(sweep, asked.chunks)
             transaction.on_commit(lambda: _enqueue(sweep, ids))
     except IntegrityError:
         if request_token is not None:  # two submits raced: the other one stored it
@@ -111,7 +112,7 @@ def _stored_unqueued(sweep: Sweep, e: BaseException) -> StoredUnqueued:
                                     f"{diskfull.ADVICE}, then resume it from its page (what is stored is kept)")
 
 
-def _store_chunks(sweep: Sweep, plan: list[Any]) -> list[int]:
+def _store_chunks(sweep: Sweep, plan: Sequence[Any]) -> list[int]:
     """Store the planned chunks; their IDs (publish.chunk_costs weighs them, publish.deal deals them)."""
     chunks = Chunk.objects.bulk_create(
         [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],

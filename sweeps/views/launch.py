@@ -8,7 +8,6 @@ from typing import Any
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import DatabaseError
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -65,20 +64,6 @@ def _render_list(request: HttpRequest, form: LaunchForm | None, status: int = 20
         "launch_form_seconds": 0 if form is None or form.is_bound else limits.PAGE_CACHE_SECONDS}, status=status)
 
 
-def _launch_configs(data: dict[str, Any]) -> list[dict[str, str]]:
-    """The configurations a valid launch form asks for."""
-    if data["preset"] == "table":
-        return configs.table_configs_for()
-    if data["preset"] == "audit":
-        return configs.audit_configs_for()
-    return configs.configs_for(data["designs"], data["trackers"])
-
-
-def _conditions(data: dict[str, Any]) -> dict[str, Any]:
-    """The crash model, fsync and tracker fault a valid launch form asks for, as keyword arguments."""
-    return {name: data[name] for name in configs.Conditions._fields}
-
-
 def _duration(seconds: float) -> str:
     if seconds < 90:
         return f"{max(round(seconds), 1)} s"
@@ -116,18 +101,11 @@ def sweep_plan(request: HttpRequest) -> JsonResponse:
     {"chunks", "scenarios", "exact", "seconds", "text", ...}, or 400 with {"errors": [...]}."""
     allow(request, "launch")
     form = LaunchForm(request.POST, request.FILES)
-    if not form.is_valid():
+    asked = form.launch_request() if form.is_valid() else None
+    if asked is None:
         problems = [f"{'' if field == '__all__' else field + ': '}{m}" for field, ms in form.errors.items() for m in ms]
         return JsonResponse({"errors": problems}, status=400)
-    data = form.cleaned_data
-    try:
-        planned = planning.sweep_plan(job_source=data["job_source"], configs=_launch_configs(data), depth=data["depth"],
-                                      runs=data["runs"], person=data["person"], **_conditions(data))
-    except ValidationError as e:
-        return JsonResponse({"errors": e.messages}, status=400)
-    except DatabaseError as e:
-        return JsonResponse({"errors": [errors.unreachable("", e, queue=False)]}, status=errors.unreachable_status(e))
-    return JsonResponse(_plan_summary(planned, data["depth"], data["runs"]))
+    return JsonResponse(_plan_summary(asked.plan, asked.depth, asked.runs))
 
 
 def _launch(request: HttpRequest) -> HttpResponse:
@@ -138,12 +116,11 @@ def _launch(request: HttpRequest) -> HttpResponse:
             form.data = form.data.copy()
             form.data["request_token"] = new_request_token()
         return _render_list(request, form, status=400)
-    data = form.cleaned_data
+    asked = form.launch_request()
+    if asked is None:
+        return _render_list(request, form, status=400)
     try:
-        sweep = launch.sweep_create(user=request.user, job_source=data["job_source"], configs=_launch_configs(data),
-                                    depth=data["depth"], runs=data["runs"], person=data["person"],
-                                    request_token=data["request_token"], name=data["name"], notes=data["notes"],
-                                    **_conditions(data))
+        sweep = launch.sweep_create(user=request.user, request_token=form.cleaned_data["request_token"], asked=asked)
     except ValidationError as e:
         for message in e.messages:
             form.add_error(None, message)

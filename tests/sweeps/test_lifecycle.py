@@ -21,6 +21,7 @@ from sweeps import configs as sweep_configs
 from sweeps import limits, selectors
 from sweeps import plan as planning
 from sweeps.configs import Conditions
+from sweeps.forms import launch as sweep_forms
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch, lifecycle, questions, recovery
 from sweeps.workqueue import watchdog
@@ -573,8 +574,8 @@ def test_the_plan_endpoint_gives_the_table_s_size_and_a_time(as_role, users, enq
 
 def test_the_plan_endpoint_plans_under_the_form_s_conditions(as_role, users, monkeypatch):
     asked = []
-    real = planning.sweep_plan
-    monkeypatch.setattr(planning, "sweep_plan", lambda **kw: asked.append(kw) or real(**kw))
+    real = sweep_forms.launch_request  # the form checks and plans the launch once (sweeps.request)
+    monkeypatch.setattr(sweep_forms, "launch_request", lambda **kw: asked.append(kw) or real(**kw))
     r = as_role("owner").post(reverse("sweeps:plan"), launch_data(
         crash_model="power-cut", fsync="off", tracker_fault="ttl:5", tool_faults="k:2", person_faults="wrong:0.5",
         model="fresh-ids", seed="9", depth="1"))

@@ -32,9 +32,10 @@ from tqdm import tqdm
 from agentcore import jobs, report
 from agentcore.checkpoint import CheckpointError
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, diskfull, plan, replay, selectors
+from sweeps import configs, diskfull, replay, selectors
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep
+from sweeps.request import launch_request
 from sweeps.services import launch, recovery
 from sweeps.workqueue import workers
 
@@ -80,14 +81,11 @@ class Command(BaseCommand):
             if not os.path.isdir(folder):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
+            asked = launch_request(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                   source_name=source_name, **conditions)
             if not options["workers"]:  # user errors first, then whether anything would run it
-                configs.sweep_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                    source_name=source_name, **conditions)
-                plan.size_check(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                source_name=source_name, **conditions)
                 self._need_workers()
-            sweep = launch.sweep_create(user=None, job_source=source, configs=cfgs, depth=options["depth"],
-                                        runs=runs, source_name=source_name, **conditions)
+            sweep = launch.sweep_create(user=None, asked=asked)
         except ValidationError as e:
             raise CommandError("; ".join(e.messages)) from None
         except launch.StoredUnqueued as e:
