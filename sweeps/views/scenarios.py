@@ -18,7 +18,7 @@ from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
 from agentcore import jobs
-from sweeps import charts, cost, limits, pagecache, replay, selectors
+from sweeps import charts, cost, limits, pagecache, replay, selectors, swimlanes
 from sweeps.forms.lists import HeatmapForm
 from sweeps.forms.witness import WitnessForm
 from sweeps.models import Audit, Scenario, Sweep
@@ -182,7 +182,7 @@ def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, An
     effect_rows = [{"effect": e, "origin": e.get("origin"), "args": json.dumps(e.get("args"), sort_keys=True),
                     "answer": json.dumps(e.get("answer"), sort_keys=True),
                     "duplicate": counts[json.dumps(e.get("origin"))] > 1} for e in effects]
-    lanes = charts.timeline_lanes(timeline, effects)
+    lanes = swimlanes.timeline_lanes(timeline, effects)
     dup_events = set(lanes["duplicates"])
     crashes = 0
     events = []

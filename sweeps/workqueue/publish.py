@@ -120,7 +120,7 @@ def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, secon
     """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
     agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
     point of its restart, which reaches about the points from `first` on of the uninterrupted run's
-    `npoints` (the weight the sweep page's ETA gives a chunk, selectors._eta); at depth 3, as many
+    `npoints` (the weight the sweep page's ETA gives a chunk, selectors.progress._eta); at depth 3, as many
     thrice scenarios for each of those, about its square; at depth 1, its once scenario. A later
     chunk (made after an answer) stores the twice scenarios second_from..second_to."""
     if second_from:

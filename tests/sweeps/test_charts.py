@@ -10,7 +10,7 @@ import pytest
 from agentcore import designs, jobs
 from agentcore import sweep as agentsweep
 from agentcore.crash import Kind
-from sweeps import charts, selectors
+from sweeps import charts, selectors, swimlanes
 
 NAMES = ["save once per turn", "keys and markers"]
 CELLS = [{"config": 0, "first_point": 1, "duplicates": 2, "asks": 1, "calls_plus": 0, "missing": 0},
@@ -206,7 +206,7 @@ def lane_name(lanes, y):
 
 def test_lanes_one_process_per_restart_then_checkpoint_tracker_person():
     events, effects = played("once-per-turn", "keyed", (5, 3))
-    lanes = charts.timeline_lanes(events, effects)
+    lanes = swimlanes.timeline_lanes(events, effects)
     assert [lane["name"] for lane in lanes["lanes"]] == [
         "process 1", "process 2", "process 3", "checkpoint", "tracker", "person"]
     assert [b["end"] for b in lanes["bars"]] == ["crash", "crash", "done"]
@@ -214,14 +214,14 @@ def test_lanes_one_process_per_restart_then_checkpoint_tracker_person():
 
 def test_every_event_is_one_mark_numbered_as_the_table():
     events, effects = played("once-per-turn", "keyed", (5, 3))
-    lanes = charts.timeline_lanes(events, effects)
+    lanes = swimlanes.timeline_lanes(events, effects)
     assert [m["n"] for m in lanes["marks"]] == list(range(1, len(events) + 1))
     assert all(m["title"].startswith(f"#{m['n']} ") for m in lanes["marks"])
 
 
 def test_crashes_are_marked_on_the_lane_of_the_process_they_end():
     events, effects = played("once-per-turn", "keyed", (5, 3))
-    lanes = charts.timeline_lanes(events, effects)
+    lanes = swimlanes.timeline_lanes(events, effects)
     crashes = marks_of(lanes, "crash")
     assert [lane_name(lanes, m["y"]) for m in crashes] == ["process 1", "process 2"]
     assert lanes["crashes"] == 2
@@ -231,7 +231,7 @@ def test_crashes_are_marked_on_the_lane_of_the_process_they_end():
 
 def test_the_duplicate_effect_is_marked_at_the_answer_that_made_it():
     events, effects = played("once-per-turn", "keyed", (5, 3))
-    lanes = charts.timeline_lanes(events, effects)
+    lanes = swimlanes.timeline_lanes(events, effects)
     (dup,) = marks_of(lanes, "dup")
     assert events[dup["n"] - 1] == {"kind": "tracker", "text": "answer create_issue call_1 {'number': 2}"}
     assert lane_name(lanes, dup["y"]) == "tracker" and lanes["duplicates"] == [dup["n"]]
@@ -240,7 +240,7 @@ def test_the_duplicate_effect_is_marked_at_the_answer_that_made_it():
 
 def test_no_duplicate_no_duplicate_mark():
     events, effects = played("keys-and-markers", "keyed", (9, 4))
-    lanes = charts.timeline_lanes(events, effects)
+    lanes = swimlanes.timeline_lanes(events, effects)
     assert lanes["duplicates"] == [] and marks_of(lanes, "dup") == []
 
 
@@ -251,7 +251,7 @@ def test_saves_go_to_the_checkpoint_and_questions_and_answers_to_the_person():
               {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"},
               {"kind": "answer", "text": "the person answered: it happened"},
               {"kind": "ladder", "text": "create_issue call_1: ask says it happened"}]
-    lanes = charts.timeline_lanes(events)
+    lanes = swimlanes.timeline_lanes(events)
     where = [lane_name(lanes, m["y"]) for m in lanes["marks"]]
     assert where == ["process 1", "checkpoint", "process 1", "person", "person", "person"]
     assert [b["end"] for b in lanes["bars"]] == ["done"]
@@ -260,18 +260,18 @@ def test_saves_go_to_the_checkpoint_and_questions_and_answers_to_the_person():
 def test_a_waiting_scenario_s_process_ends_at_its_open_question():
     events = [{"kind": "start", "text": "fresh run run-1"},
               {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"}]
-    assert [b["end"] for b in charts.timeline_lanes(events)["bars"]] == ["question"]
+    assert [b["end"] for b in swimlanes.timeline_lanes(events)["bars"]] == ["question"]
 
 
 def test_a_short_timeline_spreads_over_the_width_a_long_one_scrolls():
-    short = charts.timeline_lanes([{"kind": "start", "text": ""}] * 10, width=1000)
-    long = charts.timeline_lanes([{"kind": "start", "text": ""}] * 500, width=1000)
-    assert short["width"] == charts.TL_LEFT + 10 * charts.TL_MAX_STEP + 20 <= 1000
-    assert long["width"] == charts.TL_LEFT + 500 * charts.TL_STEP + 20
+    short = swimlanes.timeline_lanes([{"kind": "start", "text": ""}] * 10, width=1000)
+    long = swimlanes.timeline_lanes([{"kind": "start", "text": ""}] * 500, width=1000)
+    assert short["width"] == swimlanes.TL_LEFT + 10 * swimlanes.TL_MAX_STEP + 20 <= 1000
+    assert long["width"] == swimlanes.TL_LEFT + 500 * swimlanes.TL_STEP + 20
 
 
 def test_an_empty_timeline_has_no_process_lane():
-    lanes = charts.timeline_lanes([])
+    lanes = swimlanes.timeline_lanes([])
     assert [lane["name"] for lane in lanes["lanes"]] == ["checkpoint", "tracker", "person"] and lanes["marks"] == []
 
 

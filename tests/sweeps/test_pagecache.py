@@ -95,7 +95,7 @@ def test_a_done_sweep_s_totals_are_read_once_and_equal_the_live_aggregate():
 def test_a_done_sweep_s_progress_and_table_are_read_once_and_equal_the_live_ones():
     sweep = stored()
     lifecycle.sweep_finalize(sweep_id=sweep.pk)  # already done: nothing changes
-    live = selectors._progress_counts(sweep), selectors._table_live(sweep)
+    live = selectors.progress._progress_counts(sweep), selectors.tables._table_live(sweep)
     assert selectors.sweep_progress(sweep)["scenarios"] == live[0]["scenarios"] == 3 * 4 * 5
     assert selectors.sweep_table_live(sweep) == live[1]
     again = fresh(sweep)
