@@ -12,13 +12,13 @@ processes), records.py (the scenario record and table row), report.py (table for
 (every design under every world model, with verdicts and witnesses), cli.py (the command line).
 """
 
-from agentcore.checkpoint import CheckpointError, FileCheckpoint
-from agentcore.crash import Crash, CrashPlan, Kind
-from agentcore.designs import DESIGNS, Design
+from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
+from agentcore.durable.designs import DESIGNS, Design
+from agentcore.durable.keys import key, new_run_id
+from agentcore.harness.crash import Crash, CrashPlan, Kind
+from agentcore.harness.sweep import TABLE, Config, table_configs
 from agentcore.jobs import Job, JobError
-from agentcore.keys import key, new_run_id
 from agentcore.records import ScenarioRecord, TableRow
-from agentcore.sweep import TABLE, Config, table_configs
 
 __all__ = [
     "DESIGNS", "TABLE", "CheckpointError", "Config", "Crash", "CrashPlan", "Design", "FileCheckpoint",

@@ -12,7 +12,7 @@ Rules:
   advice at depth 2. The loop repeats a key only in the retries right after its crashes (at most
   one per crash) and, with a flaky tool, after the failed first attempt: a shorter TTL is a tracker
   that forgets a key inside the retry window, which no loop can survive and the advice rules out.
-- Tool-fault worlds act only on a design with a flaky tool server (agentcore.faults): for the
+- Tool-fault worlds act only on a design with a flaky tool server (agentcore.standins.faults): for the
   others they are the chapter's world again, so they are not swept ("n/a").
 - Variants (`variants`) are made from any job with dataclasses.replace: "job" (as it is),
   "same-args" (its first changing call twice in its turn, the second under a new call ID: two
@@ -49,7 +49,7 @@ Rules:
   known); `every=True` (the Markdown table) sweeps every cell. Scenarios stream through: only
   counts and the witness candidates are kept. On triage with 2 workers, the built-in designs'
   verdicts in every world but power-cut without fsync take about 11 minutes (3.1 M scenarios), their
-  table 20 (3.9 M), unmerged; power-cut without fsync, merged (agentcore.merge), 34 minutes for its
+  table 20 (3.9 M), unmerged; power-cut without fsync, merged (agentcore.harness.merge), 34 minutes for its
   whole column (12.9 M scenarios).
 """
 
@@ -63,14 +63,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentcore.chunks import replay
 from agentcore.config import CONDITIONS, Config, config_name
-from agentcore.designs import Design
+from agentcore.durable.designs import Design
+from agentcore.harness.chunks import replay
+from agentcore.harness.scenario import Played
+from agentcore.harness.sweep import plan_chunks, run_chunks
 from agentcore.jobs import Call, Job, Tool
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, MAX_ATTEMPTS
 from agentcore.records import ScenarioRecord
-from agentcore.scenario import Played
-from agentcore.sweep import plan_chunks, run_chunks
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
 TTL = DEFAULT_SWEEP_DEPTH + 1

@@ -17,12 +17,15 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from agentcore import audit, designs, faults, jobs, keys, report, sweep
-from agentcore.checkpoint import CheckpointError
+from agentcore import audit, jobs, report
 from agentcore.config import CONDITIONS, CRASH_MODELS
+from agentcore.durable import designs, keys
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness import sweep
 from agentcore.jobs import JobError
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
-from agentcore.world import MODES
+from agentcore.standins import faults
+from agentcore.standins.tracker import MODES
 
 
 class Progress:
@@ -75,7 +78,7 @@ seed = whole_number(0)
 
 
 def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
-    """An argparse type: the text itself, once agentcore.faults' parser takes it."""
+    """An argparse type: the text itself, once agentcore.standins.faults' parser takes it."""
 
     def check(text: str) -> str:
         try:
@@ -133,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
     for s in add_sweep_commands(sub):
         s.add_argument("--no-merge", dest="merge", action="store_false",
                        help="play every scenario, never a restart from a state played before (the same "
-                            "records, slower: agentcore.merge)")
+                            "records, slower: agentcore.harness.merge)")
     a = sub.add_parser("audit", help="every design under every world model: one verdict each")
     a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
     a.add_argument("--design", action="append", default=[], metavar="D",

@@ -4,9 +4,9 @@ Rules:
 - A configuration is a job, a design, a tracker mode, and how many job runs go in sequence against
   one tracker (a daily job: a fresh run ID each run), played with a person (scripted: answers at
   once, truthfully unless `person_faults` says otherwise; queue: the dashboard's people, whom
-  `person_faults` does not touch), under a crash model (agentcore.disk: what
+  `person_faults` does not touch), under a crash model (agentcore.harness.disk: what
   a crash leaves of the checkpoint files), with the store's fsync on or off, and a world that
-  misbehaves as agentcore.faults spells it: the tracker (`tracker_fault`: never, crash, ttl:N,
+  misbehaves as agentcore.standins.faults spells it: the tracker (`tracker_fault`: never, crash, ttl:N,
   strict-params), a flaky tool (`tool_faults`), the scripted person (`person_faults`) and the model
   (`model`); `seed` seeds their random choices. Every default is the chapter's world.
 - The table's rows are named as the chapter names them; a design and tracker mode the table has
@@ -18,17 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentcore import designs, faults
-from agentcore.designs import Design
-from agentcore.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
+from agentcore.durable import designs
+from agentcore.durable.designs import Design
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
-from agentcore.world import Tracker
+from agentcore.standins import faults
+from agentcore.standins.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
+from agentcore.standins.tracker import Tracker
 
 PERSONS = ("scripted", "queue")
 CRASH_MODELS = ("panic", "power-cut", "kill")
 # The conditions a table is swept under, with their defaults (the chapter's world); the spellings
-# of the last five are agentcore.faults'.
+# of the last five are agentcore.standins.faults'.
 CONDITIONS = {"crash_model": "panic", "fsync": True, "tracker_fault": "none", "tool_faults": "first",
               "person_faults": "truthful", "model": "fixed", "seed": 0}
 __all__ = ["CONDITIONS", "CRASH_MODELS", "MODELS", "PERSONS", "PERSON_FAULTS", "TABLE", "TOOL_FAULTS",

@@ -41,7 +41,7 @@ django.setup()
 from django.core.management import call_command
 
 from agentcore import jobs
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import selectors
 from sweeps import workers as sweepworkers

@@ -22,12 +22,13 @@ from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 
-from agentcore import designs, faults
-from agentcore import sweep as agentsweep
 from agentcore.config import CONDITIONS, CRASH_MODELS
+from agentcore.durable import designs
+from agentcore.harness import sweep as agentsweep
 from agentcore.jobs import BUILTIN, Job, JobError
 from agentcore.jobs import parse as parse_job
-from agentcore.world import MODES
+from agentcore.standins import faults
+from agentcore.standins.tracker import MODES
 from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 

@@ -17,11 +17,11 @@ from django.core.exceptions import ValidationError
 from agentcore import audit as _audit
 from agentcore.audit import VARIANTS
 from agentcore.config import CRASH_MODELS
-from agentcore.crash import Kind
-from agentcore.designs import DESIGNS
-from agentcore.faults import MODELS
+from agentcore.durable.designs import DESIGNS
+from agentcore.harness.crash import Kind
 from agentcore.jobs import BUILTIN, Job, JobError, parse
-from agentcore.world import MODES
+from agentcore.standins.faults import MODELS
+from agentcore.standins.tracker import MODES
 from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep

@@ -42,7 +42,7 @@ from django.db import models
 
 from agentcore.config import CONDITIONS, CRASH_MODELS
 from agentcore.config import conditions as agent_conditions
-from agentcore.faults import MODELS
+from agentcore.standins.faults import MODELS
 from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
 
 

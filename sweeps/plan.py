@@ -22,7 +22,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
 from agentcore.jobs import carried_bytes
 from sweeps import cost
 from sweeps.configs import (

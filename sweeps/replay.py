@@ -14,10 +14,10 @@ from dataclasses import replace
 from typing import Any
 
 from agentcore import audit
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
+from agentcore.harness.state import Durable
 from agentcore.jobs import Job
 from agentcore.records import ScenarioRecord
-from agentcore.state import Durable
 from sweeps import cost
 from sweeps.configs import Conditions, agent_config, design
 from sweeps.limits import TIMELINE_STEPS, WITNESS_STEPS

@@ -36,7 +36,7 @@ from django.utils import timezone
 from agentcore import audit as agentaudit
 from agentcore.jobs import JobError
 from agentcore.jobs import parse as parse_job
-from agentcore.world import MODES
+from agentcore.standins.tracker import MODES
 from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
 from sweeps.limits import AUDIT_UNIT_ROWS, ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES

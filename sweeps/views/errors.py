@@ -24,7 +24,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest
 from kombu.exceptions import OperationalError as BrokerError
 
-from agentcore.checkpoint import CheckpointError
+from agentcore.durable.checkpoint import CheckpointError
 from agentcore.jobs import JobError
 from sweeps import diskfull
 from sweeps.forms import printable

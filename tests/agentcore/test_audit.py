@@ -4,14 +4,15 @@ witness, and the CLI's formats and one-line errors."""
 
 import pytest
 
-from agentcore import audit, designs, jobs
+from agentcore import audit, jobs
 from agentcore.audit import BREAK, EXPECTED, OK, judge
-from agentcore.chunks import replay
 from agentcore.cli import main
 from agentcore.config import CONDITIONS, Config
+from agentcore.durable import designs
+from agentcore.harness.chunks import replay
+from agentcore.harness.sweep import plan_chunks, run_chunks
 from agentcore.jobs import Call, Job, Tool
 from agentcore.records import ScenarioRecord
-from agentcore.sweep import plan_chunks, run_chunks
 
 TRIAGE = jobs.load("triage")
 PANIC, POWER_CUT = audit.world("panic"), audit.world("power-cut")

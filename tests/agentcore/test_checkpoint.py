@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from agentcore.checkpoint import CheckpointError, FileCheckpoint, MemoryFiles
-from agentcore.crash import Crash, CrashPlan, Kind
+from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, MemoryFiles
+from agentcore.harness.crash import Crash, CrashPlan, Kind
 
 STATE = {"run_id": "run-1", "done": False, "turns": []}
 

@@ -6,10 +6,11 @@ import signal
 
 import pytest
 
-from agentcore import designs, kill
 from agentcore.config import Config, table_configs
+from agentcore.durable import designs
+from agentcore.harness import kill
+from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
 from agentcore.jobs import load
-from agentcore.sweep import Chunk, Options, play, points, run_chunk, sweep
 
 TRIAGE = load("triage")
 CHAPTER = {  # the chapter's table, as tests/agentcore/test_sweep.py checks it under panic
@@ -64,7 +65,7 @@ def test_kill_really_kills_each_crashed_process_with_sigkill(monkeypatch):
 
 
 def test_kill_pauses_and_resumes_a_queue_person_s_scenario_as_panic_does():
-    from agentcore.sweep import resume
+    from agentcore.harness.sweep import resume
     outcomes = []
     for model in ("panic", "kill"):
         cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue", crash_model=model)

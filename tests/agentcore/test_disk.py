@@ -1,4 +1,4 @@
-"""The simulated disks: what a crash may leave after each file operation (agentcore.disk)."""
+"""The simulated disks: what a crash may leave after each file operation (agentcore.harness.disk)."""
 
 import random
 import time
@@ -7,10 +7,19 @@ from dataclasses import replace
 
 import pytest
 
-from agentcore import designs
-from agentcore.disk import BLOCK, MAX_STATES, MAX_TEARS, MemoryFiles, OverBudget, PowerCutDisk, WorkBudget, tears
+from agentcore.durable import designs
+from agentcore.harness.disk import (
+    BLOCK,
+    MAX_STATES,
+    MAX_TEARS,
+    MemoryFiles,
+    OverBudget,
+    PowerCutDisk,
+    WorkBudget,
+    tears,
+)
+from agentcore.harness.sweep import Config, points, replay, run_steps
 from agentcore.jobs import load
-from agentcore.sweep import Config, points, replay, run_steps
 
 OLD, NEW = b'{"old": 1}', b'{"new": 2}'
 

@@ -1,4 +1,4 @@
-"""Effects checked against the truth (agentcore.effects): the truth of a configuration, a wrong
+"""Effects checked against the truth (agentcore.checker.effects): the truth of a configuration, a wrong
 effect told from a legitimately different one, and the planted bug happened_without_result caught
 by the wrong column where a "happened" answer is heard, and nowhere else."""
 
@@ -6,9 +6,12 @@ import copy
 
 import pytest
 
-from agentcore import designs, effects, jobs, scenario
+from agentcore import jobs
+from agentcore.checker import effects
 from agentcore.config import Config, table_configs
-from agentcore.sweep import Chunk, Options, play, points, run_chunk, sweep
+from agentcore.durable import designs
+from agentcore.harness import scenario
+from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
 
 TRIAGE = jobs.load("triage")
 BUG = ("happened_without_result",)
@@ -93,7 +96,7 @@ def test_a_duplicate_issue_made_first_shifts_the_numbers_and_nothing_is_wrong():
 def test_a_duplicate_that_differs_counts_as_a_duplicate_and_as_wrong():
     cfg = Config(TRIAGE, designs.get("loop"), "keyless")
     effs = [_issue(1, "call_1"), _issue(2, "call_2"), _comment(1), _comment(None, 2)]
-    from agentcore.world import Tracker
+    from agentcore.standins.tracker import Tracker
     tracker = Tracker("keyless")
     tracker.effects = effs
     assert tracker.tally(cfg.expected) == (1, 0)

@@ -3,10 +3,11 @@ extra columns shown only when a row has them."""
 
 import pytest
 
-from agentcore import faults, jobs, report
+from agentcore import jobs, report
 from agentcore.config import CONDITIONS, Config, conditions, table_configs
-from agentcore.designs import get
+from agentcore.durable.designs import get
 from agentcore.records import TableRow
+from agentcore.standins import faults
 
 TRIAGE = jobs.load("triage")
 

@@ -5,10 +5,11 @@ import csv
 
 import pytest
 
-from agentcore import designs, jobs
+from agentcore import jobs
 from agentcore.cli import main
-from agentcore.scenario import proposed_run_id
-from agentcore.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
+from agentcore.durable import designs
+from agentcore.harness.scenario import proposed_run_id
+from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
 
 TRIAGE = jobs.load("triage")
 KEYED_DESIGNS = ("keys", "keys-and-markers", "loop", "tool-fails", "approval-gate")

@@ -1,6 +1,6 @@
 import hashlib
 
-from agentcore.keys import key, new_run_id
+from agentcore.durable.keys import key, new_run_id
 
 
 def test_known_answer():

@@ -1,4 +1,4 @@
-from agentcore.ladder import Rung, choose
+from agentcore.durable.ladder import Rung, choose
 
 
 def test_read_only_reruns():

@@ -2,13 +2,14 @@ import json
 
 import pytest
 
-from agentcore import designs, jobs
-from agentcore.checkpoint import CheckpointError, FileCheckpoint
-from agentcore.crash import Crash, CrashPlan
-from agentcore.loop import Loop
-from agentcore.model import ScriptedModel
-from agentcore.sweep import Config, Options, play
-from agentcore.world import ScriptedPerson, ToolServer, Tracker
+from agentcore import jobs
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
+from agentcore.durable.loop import Loop
+from agentcore.harness.crash import Crash, CrashPlan
+from agentcore.harness.sweep import Config, Options, play
+from agentcore.standins.model import ScriptedModel
+from agentcore.standins.tracker import ScriptedPerson, ToolServer, Tracker
 
 S = ["save-half-done", "save-renamed"]
 R, A, T = "reply-arrived", "tracker-accepted", "tool-returned"

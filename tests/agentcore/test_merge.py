@@ -1,14 +1,16 @@
-"""agentcore.merge: merging equal states gives the unmerged sweep's records, field by field, with
+"""agentcore.harness.merge: merging equal states gives the unmerged sweep's records, field by field, with
 fewer plays; depth 3 and the bug only it can see."""
 
 import pytest
 
-from agentcore import designs, jobs, merge
-from agentcore.chunks import merged
+from agentcore import jobs
 from agentcore.config import Config, table_configs
+from agentcore.durable import designs
+from agentcore.harness import merge
+from agentcore.harness.chunks import merged
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.sweep import BY_CONFIGURATION, Chunk, plan_chunks, run_chunk, run_chunks, sweep
 from agentcore.records import COLUMNS, table_row
-from agentcore.scenario import Options, play
-from agentcore.sweep import BY_CONFIGURATION, Chunk, plan_chunks, run_chunk, run_chunks, sweep
 
 TRIAGE = jobs.load("triage")
 
@@ -305,7 +307,7 @@ def test_few_configurations_share_their_restarts_among_the_workers():
 
 
 def test_the_unmerged_table_on_two_workers_is_one_worker_s_record_for_record():
-    # Every chunk whole, a few to a task (agentcore.sweep.WHOLE_PER_TASK), fewer toward the end.
+    # Every chunk whole, a few to a task (agentcore.harness.sweep.WHOLE_PER_TASK), fewer toward the end.
     one = sweep(table_configs(TRIAGE), merge=False)
     two = sweep(table_configs(TRIAGE), workers=2, merge=False)
     assert_same(two, one)

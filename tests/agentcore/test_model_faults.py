@@ -4,15 +4,15 @@ per turn worse, and the planted bug `reask_open_turn` caught where it should be.
 
 import pytest
 
-from agentcore import designs
-from agentcore.checkpoint import CheckpointError
 from agentcore.config import Config, table_configs
-from agentcore.crash import CrashPlan
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.crash import CrashPlan
+from agentcore.harness.state import Durable, World
+from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
 from agentcore.jobs import JobError, Tool, load, parse
-from agentcore.model import CHANGED, ScriptedModel, job_call_id
-from agentcore.state import Durable, World
-from agentcore.sweep import Chunk, Options, play, points, run_chunk, sweep
-from agentcore.world import ToolServer, Tracker
+from agentcore.standins.model import CHANGED, ScriptedModel, job_call_id
+from agentcore.standins.tracker import ToolServer, Tracker
 
 TRIAGE = load("triage")
 REPLY_SAVERS = ("save after the reply", "+ idempotency keys", "+ attempt markers, no keys", "keys and markers",

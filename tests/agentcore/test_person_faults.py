@@ -6,11 +6,12 @@ import json
 
 import pytest
 
-from agentcore import designs, jobs, ladder
-from agentcore.faults import chance
+from agentcore import jobs
+from agentcore.durable import designs, ladder
+from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
 from agentcore.jobs import Call
-from agentcore.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
-from agentcore.world import ScriptedPerson, Suspended, Tracker
+from agentcore.standins.faults import chance
+from agentcore.standins.tracker import ScriptedPerson, Suspended, Tracker
 
 TRIAGE = jobs.load("triage")
 CALL = Call("c1", "create_issue", {"title": "t"})
@@ -197,8 +198,8 @@ def test_a_scenario_counts_its_avoidable_asks(sends_key, avoidable):
 
 
 def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counting():
-    from agentcore.state import Durable
-    from agentcore.sweep import resume
+    from agentcore.harness.state import Durable
+    from agentcore.harness.sweep import resume
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
     first = _point(cfg, "tracker-accepted create_issue call_1")
     # Process 2 asks about call_1 and pauses; answered, it crashes again at some point q and
@@ -219,7 +220,7 @@ def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counti
 
 
 def test_a_question_raised_carries_the_grade_it_was_asked_with():
-    from agentcore.world import QueuePerson
+    from agentcore.standins.tracker import QueuePerson
     with pytest.raises(Suspended) as e:
         QueuePerson(Tracker("keyless")).did_it_happen((0, "c1"), CALL, None, "", True)
     assert e.value.question["avoidable"] is True

@@ -1,4 +1,4 @@
-"""The durable state (agentcore.state.Durable), the world (World), play's options (scenario.Options)."""
+"""The durable state (agentcore.harness.state.Durable), the world (World), play's options (scenario.Options)."""
 
 import copy
 import json
@@ -7,11 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from agentcore import designs, jobs, limits
-from agentcore.checkpoint import CheckpointError
+from agentcore import jobs, limits
 from agentcore.config import Config
-from agentcore.scenario import Options, play
-from agentcore.state import Durable, World
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.state import Durable, World
 
 TRIAGE = jobs.load("triage")
 MARKERS = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
@@ -86,7 +87,7 @@ def test_each_corrupt_state_raises_checkpoint_error_naming_its_source(paused, ho
 
 
 def test_resume_checks_a_stored_state_first(paused):
-    from agentcore.chunks import resume
+    from agentcore.harness.chunks import resume
 
     data = copy.deepcopy(paused)
     data["tracker"]["mode"] = "?"

@@ -7,14 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from agentcore import designs, jobs
+from agentcore import jobs
 from agentcore.cli import main
-from agentcore.crash import TRACKER_KINDS, CrashPlan
-from agentcore.faults import tool_failures
+from agentcore.durable import designs
+from agentcore.harness.crash import TRACKER_KINDS, CrashPlan
+from agentcore.harness.state import Durable, World
+from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
 from agentcore.limits import MAX_ATTEMPTS, MAX_GIVE_UP_RESTARTS
-from agentcore.state import Durable, World
-from agentcore.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
-from agentcore.world import ToolFailed, ToolServer, Tracker
+from agentcore.standins.faults import tool_failures
+from agentcore.standins.tracker import ToolFailed, ToolServer, Tracker
 
 TRIAGE = jobs.load("triage")
 CHANGING = [c.id for c in TRIAGE.changing_calls()]  # call_1, call_2, call_4

@@ -8,14 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from agentcore import designs, jobs
-from agentcore.checkpoint import CheckpointError
+from agentcore import jobs
 from agentcore.cli import main
-from agentcore.crash import TRACKER_KINDS, Crash, CrashPlan
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.crash import TRACKER_KINDS, Crash, CrashPlan
+from agentcore.harness.state import Durable, World
+from agentcore.harness.sweep import Chunk, Config, Options, play, points, replay, run_chunk, sweep, table_configs
 from agentcore.records import CHAPTER_COLUMNS
-from agentcore.state import Durable, World
-from agentcore.sweep import Chunk, Config, Options, play, points, replay, run_chunk, sweep, table_configs
-from agentcore.world import Tracker
+from agentcore.standins.tracker import Tracker
 from tests.agentcore.test_sweep import _comparable, _queue_sweep_answered_truthfully
 
 TRIAGE = jobs.load("triage")

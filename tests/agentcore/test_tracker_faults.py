@@ -7,14 +7,15 @@ import json
 
 import pytest
 
-from agentcore import designs, jobs
-from agentcore.checkpoint import CheckpointError
+from agentcore import jobs
 from agentcore.cli import main
-from agentcore.crash import CrashPlan
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.crash import CrashPlan
+from agentcore.harness.state import Durable, World
+from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep, table_configs
 from agentcore.records import COLUMNS
-from agentcore.state import Durable, World
-from agentcore.sweep import Chunk, Config, Options, play, points, run_chunk, sweep, table_configs
-from agentcore.world import Refused, Tracker
+from agentcore.standins.tracker import Refused, Tracker
 
 TRIAGE = jobs.load("triage")
 ORIGIN = (0, "call_1")
@@ -238,7 +239,7 @@ def test_retry_edits_args_is_caught_by_strict_params():
 
 @pytest.mark.parametrize("fault", ["none", "crash", "ttl:1", "ttl:5"])
 def test_retry_edits_args_doubles_and_loses_nothing_under_any_other_tracker(fault):
-    # The other trackers answer the edited retry from its key; only the content check (agentcore.effects)
+    # The other trackers answer the edited retry from its key; only the content check (agentcore.checker.effects)
     # sees it, where the retry is the request that made the effect: its arguments are not the job's.
     buggy, sound = row(config("loop+retry_edits_args", fault=fault)), row(config(fault=fault))
     others = tuple(c for c in COLUMNS if c != "wrong")
@@ -271,7 +272,7 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faul
 @pytest.mark.parametrize("design,tracker,fault", [("tool-fails", "keyed", "ttl:1"), ("tool-fails", "lookup", "ttl:1"),
                                                   ("loop+retry_edits_args", "keyed", "strict-params")])
 def test_kill_gives_the_records_of_panic_at_depth_1(design, tracker, fault):
-    # The tracker, its request count and its refusals live in the parent (agentcore.kill).
+    # The tracker, its request count and its refusals live in the parent (agentcore.harness.kill).
     panic, killed = (config(design, tracker, fault, crash_model=m) for m in ("panic", "kill"))
     res = [sweep([c], depth=1, collect=True) for c in (panic, killed)]
     assert res[0].records == res[1].records

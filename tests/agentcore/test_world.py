@@ -1,8 +1,8 @@
 import pytest
 
-from agentcore.crash import CrashPlan
+from agentcore.harness.crash import CrashPlan
 from agentcore.jobs import Call, load
-from agentcore.world import QueuePerson, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
+from agentcore.standins.tracker import QueuePerson, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
 
 
 def request(t, key, origin=(0, "c1"), hook=None):

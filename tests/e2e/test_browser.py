@@ -21,7 +21,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from agentcore import jobs
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
 from agentcore.report import render
 from sweeps import exports
 from sweeps.models import Chunk, Question, Scenario, Sweep

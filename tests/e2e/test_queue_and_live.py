@@ -15,7 +15,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
 from agentcore import jobs
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
 from sweeps.models import Chunk, Question, Sweep
 from tests.sweeps._web import member
 

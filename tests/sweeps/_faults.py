@@ -32,7 +32,7 @@ import pytest
 from django.conf import settings
 
 from agentcore import jobs
-from agentcore import sweep as agentsweep
+from agentcore.harness import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import workers as sweepworkers
 from sweeps.limits import PRIORITIES

@@ -16,7 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from agentcore import audit as agentaudit
-from agentcore import designs, jobs
+from agentcore import jobs
+from agentcore.durable import designs
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps.models import Audit, AuditUnit

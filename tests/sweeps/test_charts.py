@@ -7,9 +7,10 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
-from agentcore.crash import Kind
+from agentcore import jobs
+from agentcore.durable import designs
+from agentcore.harness import sweep as agentsweep
+from agentcore.harness.crash import Kind
 from sweeps import charts, selectors
 
 NAMES = ["save once per turn", "keys and markers"]

@@ -178,8 +178,9 @@ def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothin
 
 @pytest.mark.django_db
 def test_depth_3_prints_agentcore_s_table_with_its_thrice_column(inline_workers):
-    from agentcore import designs, jobs
-    from agentcore import sweep as agentsweep
+    from agentcore import jobs
+    from agentcore.durable import designs
+    from agentcore.harness import sweep as agentsweep
 
     out = io.StringIO()
     call_command("sweep", "sweep", "--design", "once-per-turn", "--tracker", "keyed", "--depth", "3", "--format",

@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agentcore.config import CRASH_MODELS
-from agentcore.faults import MODELS
 from agentcore.jobs import Job
+from agentcore.standins.faults import MODELS
 from sweeps.configs import Conditions, clean_spelled
 from sweeps.forms import (
     AnswerForm,

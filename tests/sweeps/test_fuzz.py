@@ -33,10 +33,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentcore.config import CRASH_MODELS
-from agentcore.crash import Kind
-from agentcore.designs import DESIGNS
-from agentcore.faults import MAX_TTL, MODELS
-from agentcore.world import MODES
+from agentcore.durable.designs import DESIGNS
+from agentcore.harness.crash import Kind
+from agentcore.standins.faults import MAX_TTL, MODELS
+from agentcore.standins.tracker import MODES
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.limits import MAX_SEED

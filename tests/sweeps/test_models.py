@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from agentcore.config import CRASH_MODELS, Config
-from agentcore.faults import MAX_TOOL_FAILURES, MAX_TTL, MODELS
+from agentcore.standins.faults import MAX_TOOL_FAILURES, MAX_TTL, MODELS
 from sweeps.configs import Conditions
 from sweeps.limits import CONDITION_CHARS
 from sweeps.models import Question, Scenario, Sweep

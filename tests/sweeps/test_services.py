@@ -8,9 +8,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
-from agentcore.checkpoint import CheckpointError
+from agentcore import jobs
+from agentcore.durable import designs
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import limits, schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep

@@ -24,10 +24,10 @@ from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from agentcore.designs import DESIGNS
+from agentcore.durable.designs import DESIGNS
 from agentcore.records import COLUMNS
 from agentcore.report import TITLES, render
-from agentcore.world import MODES
+from agentcore.standins.tracker import MODES
 from sweeps import charts, exports, limits, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source

@@ -12,8 +12,9 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from django.test import Client
 
-from agentcore import audit, designs, jobs
-from agentcore.sweep import Config, replay
+from agentcore import audit, jobs
+from agentcore.durable import designs
+from agentcore.harness.sweep import Config, replay
 from sweeps import limits
 from sweeps import replay as replay_module
 from sweeps.services import audits

@@ -18,8 +18,8 @@ from django.urls import reverse
 from kombu.exceptions import KombuError
 
 from agentcore import audit as agentaudit
-from agentcore import designs as agentdesigns
-from agentcore.world import MODES
+from agentcore.durable import designs as agentdesigns
+from agentcore.standins.tracker import MODES
 from sweeps import selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.management.commands.sweep import Command as SweepCommand

@@ -30,8 +30,8 @@ from kombu.exceptions import KombuError
 from tqdm import tqdm
 
 from agentcore import jobs, report
-from agentcore.checkpoint import CheckpointError
 from agentcore.cli import add_sweep_commands
+from agentcore.durable.checkpoint import CheckpointError
 from sweeps import configs, diskfull, plan, replay, selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep

@@ -3,10 +3,10 @@
 Rules:
 - Asked about turn N of job run R, it gives turn N's calls (arguments filled from earlier results)
   or, past the last turn, the job's final answer. It counts how many times it was asked about each
-  (job run, turn): that count is world state (agentcore.state), so a later process, or a twice
+  (job run, turn): that count is world state (agentcore.harness.state), so a later process, or a twice
   scenario started from a noted state, meets a model that remembers being asked.
 - The first ask about a turn gives the job's calls under the job's call IDs. Asked again, it
-  behaves as `Config.model` says (agentcore.faults): `fixed` repeats itself exactly; `fresh-ids`
+  behaves as `Config.model` says (agentcore.standins.faults): `fixed` repeats itself exactly; `fresh-ids`
   gives the same calls under new provider call IDs, "CALL~K" for the Kth ask; `fickle` gives them
   under new IDs too, and changes its mind about a turn once something of it took effect (the
   tracker holds an effect of one of its job calls): each call then comes unchanged, with an
@@ -32,8 +32,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from agentcore.faults import model as parse_model
 from agentcore.jobs import SEP, Job, resolve
+from agentcore.standins.faults import model as parse_model
 
 __all__ = ["SEP", "ScriptedModel", "job_call_id", "job_origin"]
 

@@ -2,7 +2,7 @@
 
 Rules:
 - A process that starts from a durable state (the checkpoint files and the world a crash leaves:
-  agentcore.state) goes on as every process starting from an equal state does: its points, the
+  agentcore.harness.state) goes on as every process starting from an equal state does: its points, the
   states its crashes would leave and its outcome are the same (scenarios are deterministic). So a
   sweep keys each restart by a digest of that state (`key`: what a restart reads, never the counters
   that only add up, nor the timeline) and of the crashes still to come, and plays each distinct one
@@ -19,12 +19,12 @@ Rules:
   own point leaves the process running, with what it holds in memory).
 - Each tree carries its `Tally`: the sums over the scenarios it stands for that a table row needs,
   with the counters relative to the state the tree starts from. A row is then the root's tally
-  shifted by the chunk's counters (agentcore.chunks.tree_row), with no record built: what a sweep
+  shifted by the chunk's counters (agentcore.harness.chunks.tree_row), with no record built: what a sweep
   that keeps no records (the CLI's table) needs.
 - A process that runs chunks itself (a one-worker sweep, a dashboard worker) keeps one memo per
   configuration object, all of them together at most MAX_ENTRIES trees and MAX_MEMOS
   configurations; past that it starts again (a merge missed costs time, never a record). A sweep
-  with workers shares one set of trees among them (agentcore.sweep): each restart's play (`step`)
+  with workers shares one set of trees among them (agentcore.harness.sweep): each restart's play (`step`)
   goes to one worker, and the trees are built where the sweep started, held for the sweep's length
   (not a Memo: MAX_ENTRIES does not bound them). A sweep of many configurations gives each worker
   whole configurations instead, with a memo of its own per configuration.
@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from operator import add, mul
 from typing import TYPE_CHECKING
 
-from agentcore.scenario import Options, play
-from agentcore.state import Durable
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.state import Durable
 
 if TYPE_CHECKING:
     from agentcore.config import Config
-    from agentcore.scenario import Played
+    from agentcore.harness.scenario import Played
 
 MAX_ENTRIES = 1_000_000  # about 300 bytes each
 MAX_MEMOS = 4096

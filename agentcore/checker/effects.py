@@ -19,7 +19,7 @@ Rules:
   judged on its own: a duplicate that also differs counts in `dups` (it is one too many) and in
   `wrong` (it is not what the truth made), so both columns stay per effect. An effect whose origin
   the truth has not (another job run's call, a call the job never makes) is a duplicate only
-  (agentcore.world.Tracker.tally) and is not checked.
+  (agentcore.standins.tracker.Tracker.tally) and is not checked.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore import designs
 from agentcore.config import CONDITIONS
+from agentcore.durable import designs
 
 if TYPE_CHECKING:
     from agentcore.config import Config
@@ -102,9 +102,9 @@ def truth(cfg: Config) -> Truth:
     if kept is not None and kept[0] is cfg.job:  # the job is held, so its id names no other job
         _LAST[:] = [cfg, kept[1]]
         return kept[1]
-    # agentcore.scenario checks every scenario it plays against a truth: imported here, when a
+    # agentcore.harness.scenario checks every scenario it plays against a truth: imported here, when a
     # truth is first needed, as it imports this module.
-    from agentcore.scenario import uninterrupted_effects
+    from agentcore.harness.scenario import uninterrupted_effects
 
     made = Truth.of(cfg.job, uninterrupted_effects(fault_free(cfg)))
     if len(_TRUTHS) >= _KEPT:

@@ -31,11 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentcore.checkpoint import CheckpointError
-from agentcore.checkpoint import parse as parse_checkpoint
-from agentcore.faults import tool_failures
-from agentcore.model import ScriptedModel
-from agentcore.world import MODES, QueuePerson, ScriptedPerson, ToolServer, Tracker
+from agentcore.durable.checkpoint import CheckpointError
+from agentcore.durable.checkpoint import parse as parse_checkpoint
+from agentcore.standins.faults import tool_failures
+from agentcore.standins.model import ScriptedModel
+from agentcore.standins.tracker import MODES, QueuePerson, ScriptedPerson, ToolServer, Tracker
 
 if TYPE_CHECKING:
     from agentcore.config import Config

@@ -23,12 +23,12 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any
 
-from agentcore.checkpoint import OsFiles, completes_save
+from agentcore.durable.checkpoint import OsFiles, completes_save
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from agentcore.scenario import _Scenario
+    from agentcore.harness.scenario import _Scenario
 
 
 class ChildDied(Exception):

@@ -1,4 +1,4 @@
-"""Stand-ins for the outside world: the tracker, the tool server, the person (the model: agentcore.model).
+"""Stand-ins for the outside world: the tracker, the tool server, the person (the model: agentcore.standins.model).
 
 Rules:
 - Their state outlives every crash: the harness holds them, a crashed run only held references.
@@ -30,10 +30,10 @@ Rules:
 - Every effect carries its origin, (job run, call ID): bookkeeping of the stand-in, invisible to
   the loop, that lets a scenario count duplicates and missing effects exactly. The call ID is the
   job's: a call the model gave under a fresh provider ID counts as the job call it stands for
-  (agentcore.model.job_origin), for the tracker, the flaky server and the person alike.
+  (agentcore.standins.model.job_origin), for the tracker, the flaky server and the person alike.
 - The flaky tool server (the "tool fails after accept" situation; only a design with `flaky` has
-  one, agentcore.designs) fails the first N attempts of each changing call (`Config.tool_faults`:
-  agentcore.faults.tool_failures, 1 for `first`, None for `always`: every attempt). A call's failing
+  one, agentcore.durable.designs) fails the first N attempts of each changing call (`Config.tool_faults`:
+  agentcore.standins.faults.tool_failures, 1 for `first`, None for `always`: every attempt). A call's failing
   attempts all die the same way: odd-numbered changing calls after the tracker accepted (the effect
   exists), even-numbered ones before the request reached it (nothing happened): every other call's
   failures die after accept, as under `first`, and a call given up on may have left its effect or
@@ -41,11 +41,11 @@ Rules:
   which. Attempts are counted per origin in the world: they outlive crashes.
 - The loop tells the tool server when it gives up on a call (`give_up`): bookkeeping of the stand-in
   like the origin, invisible to the loop's decisions, so that a scenario counts give-ups exactly
-  and bounds the restarts after them (agentcore.scenario).
+  and bounds the restarts after them (agentcore.harness.scenario).
 - The scripted person answers "did it happen?" from the tracker's records and decides approval
   requests; asked again about an approval request it already decided, it repeats its decision
   without being prompted again (the request ID is durable on both sides), whichever call the
-  request is about. How it errs is `Config.person_faults` (agentcore.faults), its draws seeded:
+  request is about. How it errs is `Config.person_faults` (agentcore.standins.faults), its draws seeded:
   truthful answers truly and approves everything; deny:P decides against a call with probability
   P (chance of seed, job run, call ID: the person judges the call shown, so a restart's new
   request for the same call is judged alike); wrong:P answers an ask wrongly with probability P
@@ -57,7 +57,7 @@ Rules:
   call: a loop that hands it a request ID already decided for another call (another job run's)
   gets that old decision back, while the verdict stays the person's judgement of this call. A
   scenario counts a denied call's effect as denied_ran, and never as missing (agentcore.records).
-- Every "did it happen?" comes graded (agentcore.ladder.avoidable): the person counts the
+- Every "did it happen?" comes graded (agentcore.durable.ladder.avoidable): the person counts the
   avoidable asks, and the queue's question carries the grade (`avoidable`).
 - The queue person (the dashboard's people) gets each "did it happen?" as a question of its own,
   numbered by the asks of the scenario: the truth can change between two asks about one call (a
@@ -71,10 +71,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
-from agentcore.crash import Hook, Kind
-from agentcore.faults import chance, person_faults, tracker_fault
+from agentcore.harness.crash import Hook, Kind
 from agentcore.jobs import Call, Job, Tool
-from agentcore.model import job_origin
+from agentcore.standins.faults import chance, person_faults, tracker_fault
+from agentcore.standins.model import job_origin
 
 MODES = ("keyed", "keyless", "lookup")
 Origin = tuple[int, str]
@@ -96,7 +96,7 @@ class Tracker:
     def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
             raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
-        kind, n = tracker_fault(fault)  # agentcore.faults: raises ValueError for a fault it does not know
+        kind, n = tracker_fault(fault)  # agentcore.standins.faults: raises ValueError for a fault it does not know
         self.mode = mode
         self.fault = fault
         self.effects: list[dict[str, Any]] = []
@@ -389,7 +389,7 @@ class QueuePerson(_Approver):
 
     `answers` maps a question ID to True (it happened) or False (it did not), as the person said.
     An answer makes the call's result as `said` says: a wrong "yes" then shows as a missing effect,
-    and a later call built on that result (a comment on the issue) as a wrong one (agentcore.effects:
+    and a later call built on that result (a comment on the issue) as a wrong one (agentcore.checker.effects:
     it goes to issue None); a wrong "no" shows as a duplicate. A true "yes" always has something to
     show, so only a wrong one is bare (the planted bug `happened_without_result` makes every "yes"
     bare). Approvals are granted, once per request.

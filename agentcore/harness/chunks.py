@@ -8,16 +8,16 @@ Rules:
 - A twice scenario does not replay the crashed run: it starts its last process from the durable
   state the once scenario's restart noted at q. A test checks this against crashing a full replay
   at (p, q), scenario by scenario. The exception: a second point q where the tracker crashes
-  (agentcore.trackerfault) is no restart from a noted state, so that twice scenario is played in
+  (agentcore.harness.trackerfault) is no restart from a noted state, so that twice scenario is played in
   full, crashed at p and at q, with the answers given by q. A thrice scenario starts from the
   state the twice scenario's restart noted at r, in the same way.
-- Where agentcore.merge allows it (and `merge` is on), a chunk plays the run to p, then the restarts
-  of the distinct states the crashes leave, once each per process (agentcore.merge; a sweep with
-  workers shares them among its workers: agentcore.sweep): the same records, fewer plays
+- Where agentcore.harness.merge allows it (and `merge` is on), a chunk plays the run to p, then the restarts
+  of the distinct states the crashes leave, once each per process (agentcore.harness.merge; a sweep with
+  workers shares them among its workers: agentcore.harness.sweep): the same records, fewer plays
   (`ChunkResult.explored`).
 - A chunk run without keeping its records (`keep=False`: a sweep that needs only its table, as the
   CLI's `table` and `sweep` without `--records`) gives their table row instead (`ChunkResult.row`):
-  a merged chunk's from its tree's tally (agentcore.merge), with no record built.
+  a merged chunk's from its tree's tally (agentcore.harness.merge), with no record built.
 - A question for a queue person pauses a scenario; the answer continues it (`resume`). The points
   the once scenario's restart reaches after an answer are crashed too: the resume says which
   (`Resumed.chunk`), and a chunk of those twice scenarios plays the once scenario again with its
@@ -29,14 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcore import merge as merging
 from agentcore.config import Config
-from agentcore.disk import WorkBudget
+from agentcore.harness import merge as merging
+from agentcore.harness.disk import WorkBudget
+from agentcore.harness.scenario import Options, Played, play
+from agentcore.harness.state import Durable
+from agentcore.harness.trackerfault import full_play
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow, table_row
-from agentcore.scenario import Options, Played, play
-from agentcore.state import Durable
-from agentcore.trackerfault import full_play
 
 Point = tuple[int, str, str]  # a crash point: number (1-based), kind, label
 _NO_POINT = (None, None, None)
@@ -67,7 +67,7 @@ def job_calls(cfg: Config) -> int:
 
 def points(cfg: Config, workdir: str | None = None, budget: WorkBudget | None = None) -> list[tuple[str, str]]:
     """The crash points of the uninterrupted run, in order, as (kind, label); `budget` bounds its
-    steps (agentcore.disk)."""
+    steps (agentcore.harness.disk)."""
     p = play(cfg, (), Options(points=True, budget=budget), workdir)
     if p.status not in ("done", "failed"):  # a run that gave up for good has its points crashed too
         raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
@@ -101,7 +101,7 @@ class ChunkResult:
     saves: int
     # per waiting scenario (in records order): its question and durable state
     waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
-    explored: int = 0  # scenario plays: the records less those agentcore.merge rebuilt from a tree
+    explored: int = 0  # scenario plays: the records less those agentcore.harness.merge rebuilt from a tree
     row: TableRow | None = None  # the records' table row, where they were not kept (records and waiting empty)
 
 
@@ -161,12 +161,12 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
 
 
 def merged(cfg: Config, chunk: Chunk, collect: bool, merge: bool) -> bool:
-    """Whether run_chunk plays the chunk's scenarios from agentcore.merge's trees."""
+    """Whether run_chunk plays the chunk's scenarios from agentcore.harness.merge's trees."""
     return merge and chunk.second_from == 0 and not chunk.answers and merging.mergeable(cfg, collect)
 
 
 def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: merging.Tree) -> ChunkResult:
-    """run_chunk's records from agentcore.merge's tree of `state`, the state a crash at the chunk's
+    """run_chunk's records from agentcore.harness.merge's tree of `state`, the state a crash at the chunk's
     first point leaves (with `saves` made by then). `explored` is left to the caller."""
     first = (chunk.first, chunk.kind, chunk.label)
     base = merging.counters(state)
@@ -255,7 +255,7 @@ def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str
     `second` with the once scenario's answers (`once_answers`), which are not the twice
     scenario's own (an ask number can be both scenarios' with a different truth). A thrice
     scenario starts from the state its twice scenario's restart noted at `third`, in the same way.
-    `budget` bounds the steps of its plays, in all (agentcore.disk)."""
+    `budget` bounds the steps of its plays, in all (agentcore.harness.disk)."""
     shown = Options(timeline=True, budget=budget)
     if second is None:
         return play(cfg, (first,), shown, answers=answers)

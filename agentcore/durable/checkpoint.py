@@ -4,14 +4,14 @@ Rules:
 - A save writes the whole state to a temp file beside the checkpoint, fsyncs it, renames it over
   the old one (os.replace is atomic) and fsyncs the folder, so that a reader sees the old state or
   the new one, never half, and a power cut cannot undo the save. A crash point sits after each
-  step (save-half-done, save-synced, save-renamed, save-dir-synced); agentcore.disk says what a
+  step (save-half-done, save-synced, save-renamed, save-dir-synced); agentcore.harness.disk says what a
   crash at each leaves under each crash model.
 - fsync is a setting (on by default): a sweep with it off shows what the missing syncs cost.
 - A load only reads: a temp file left by a crash is ignored (the next save truncates it).
 - A checkpoint that is not valid JSON of the expected shape is an error naming the file. Starting
   from scratch instead would silently redo every effect the run already had.
 - The file operations sit behind a port, `Files`: `OsFiles` is the real file system; the
-  simulated disks of agentcore.disk hold the files in memory that outlives the crashed process
+  simulated disks of agentcore.harness.disk hold the files in memory that outlives the crashed process
   object. The save protocol above is the same code over all, so a sweep can use either: memory by
   default (no system calls: ten thousand scenarios make ~54,000 saves), real files on request,
   with the same records (a test compares them).
@@ -25,11 +25,11 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agentcore.crash import Hook, Kind, no_crash
-from agentcore.disk import MemoryFiles
+from agentcore.harness.crash import Hook, Kind, no_crash
+from agentcore.harness.disk import MemoryFiles
 
 if TYPE_CHECKING:
-    from agentcore.designs import Design
+    from agentcore.durable.designs import Design
 
 # One encoder for every save: json.dumps with options builds a new one per call.
 _encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -44,7 +44,7 @@ class CheckpointError(Exception):
 
 
 class Files(Protocol):
-    """The file operations a checkpoint makes; a crash point sits after each one (agentcore.disk)."""
+    """The file operations a checkpoint makes; a crash point sits after each one (agentcore.harness.disk)."""
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or None if there is no such file."""

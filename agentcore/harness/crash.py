@@ -6,7 +6,7 @@ derived from BaseException so that no `except Exception` in a loop can swallow i
 panic or a kill). The harness throws away everything the crashed run held in memory and starts a
 new run object from the checkpoint file and the surviving stand-ins. A crash at one of the tracker's
 own points (`TRACKER_KINDS`, fired only by a tracker that can crash) is the tracker's instead: the
-process goes on (agentcore.trackerfault).
+process goes on (agentcore.harness.trackerfault).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ class Kind(StrEnum):
     TRACKER_SYNCED = "tracker-synced"  # the log synced, the request not yet applied nor answered
 
 
-# The points a file operation of a save makes (agentcore.disk: each one's crash may leave the disk
+# The points a file operation of a save makes (agentcore.harness.disk: each one's crash may leave the disk
 # in several states, and a state the save's previous point offered is not offered again).
 FILE_KINDS = frozenset({Kind.SAVE_HALF_DONE, Kind.SAVE_SYNCED, Kind.SAVE_REMOVED, Kind.SAVE_RENAMED,
                         Kind.SAVE_DIR_SYNCED})
-# The tracker's own points (tracker_fault crash): a crash there is the tracker's (agentcore.trackerfault).
+# The tracker's own points (tracker_fault crash): a crash there is the tracker's (agentcore.harness.trackerfault).
 TRACKER_KINDS = frozenset({Kind.TRACKER_LOGGED, Kind.TRACKER_SYNCED})
 
 

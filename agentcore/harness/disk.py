@@ -1,7 +1,7 @@
 """The simulated disk under the checkpoint store, and what a crash leaves of it (the crash models).
 
 Rules (after ALICE's abstract persistence models and LazyFS; ../shared/design/CRASH-MODELS.md):
-- The store's file operations go through the `Files` port (agentcore.checkpoint): read, write a
+- The store's file operations go through the `Files` port (agentcore.durable.checkpoint): read, write a
   whole file (open with create and truncate, write, close), fsync a file, rename, unlink, fsync the
   folder. A crash point sits after each operation; a process dies between two calls of the port.
 - `panic` and `kill` (a process dies; the page cache survives): a crash leaves the files as the
@@ -32,7 +32,7 @@ Rules (after ALICE's abstract persistence models and LazyFS; ../shared/design/CR
   cannot tell where it came from. So an fsync adds no crash point under panic (it changes nothing a
   process crash leaves), the chapter's two points per save (after the temp file's write, after the
   rename) stay its own, and with fsync on a power cut leaves nothing else: the chapter's table.
-- A play's work is counted in steps: a crash point passed (agentcore.scenario), a block of a file
+- A play's work is counted in steps: a crash point passed (agentcore.harness.scenario), a block of a file
   written, and a legal state a power cut may leave, looked at before the sample (without fsync the
   product of every unsynced file's contents, which grows with each job run). A `WorkBudget` (plain
   data the caller passes in) is charged as the play goes, a point's states before they are listed,

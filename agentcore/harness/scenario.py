@@ -3,7 +3,7 @@
 Rules:
 - A scenario plays processes one after another. Each process gets a crash plan (crash at its Nth
   point, or never); on a crash everything the process held is dropped and the next process starts
-  from the checkpoint files and the surviving world (agentcore.state). Job runs already finished
+  from the checkpoint files and the surviving world (agentcore.harness.state). Job runs already finished
   are not run again (the scheduler knows them). Each process is a new identity: it proposes a run
   ID of its own (`proposed_run_id`), which only a fresh job run takes, and its timeline says its
   number (1: the scenario's first; a durable state carries the number of the process it is for).
@@ -11,10 +11,10 @@ Rules:
   `Options.notes` a once scenario's restart (its second process, and those after a give-up in it)
   notes that state at each of its points (the files as a crash there leaves them, the world a few
   small lists); a twice scenario starts its last process from one of those notes.
-- Checkpoint files live on the configuration's crash model's disk (agentcore.disk): in memory
+- Checkpoint files live on the configuration's crash model's disk (agentcore.harness.disk): in memory
   under panic (what a killed process wrote outlives it, as the page cache would) or in real files
   in `workdir` (the same records); a power-cut disk in memory; under kill, real files written by a
-  child process (agentcore.kill). Every point passes through `point`, which asks the disk what a
+  child process (agentcore.harness.kill). Every point passes through `point`, which asks the disk what a
   crash there may leave: each state is a point of its own (the label says how the state differs,
   e.g. "[power cut: run-1.json empty]"), and a crash at it resets the disk to that state. Notes and
   pauses take the files from the disk, never from the store's memory of what it wrote.
@@ -30,11 +30,11 @@ Rules:
   MAX_GIVE_UP_RESTARTS times (agentcore.limits) ends the scenario: its status is "failed".
 - A restart that cannot read its checkpoint (a torn or empty file a power cut left) stops: the
   scenario's status is "corrupt", and the effects the job had not made yet count as missing.
-- A tracker that can crash (agentcore.trackerfault) crashes at its own points: the process goes on,
+- A tracker that can crash (agentcore.harness.trackerfault) crashes at its own points: the process goes on,
   and the scenario's next crash plan counts the rest of that process as a segment of its own. For
   the plan, the notes and `Played.processes` a segment is a process; process numbers count processes.
 - The tracker's effects at a scenario's end are checked against the configuration's truth
-  (agentcore.effects: its uninterrupted, fault-free run): `Played.wrong`. A paused scenario's are the
+  (agentcore.checker.effects: its uninterrupted, fault-free run): `Played.wrong`. A paused scenario's are the
   effects made so far.
 - A question for a queue person pauses the scenario. A paused process cannot wait, so what it
   returns is the durable state the paused process started from (checkpoint files, world, its crash
@@ -51,15 +51,16 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore import effects, kill
-from agentcore.checkpoint import CheckpointError, FileCheckpoint, OsFiles
-from agentcore.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
-from agentcore.disk import AS_IS, MemoryFiles, PowerCutDisk, State, WorkBudget, ram_dir
+from agentcore.checker import effects
+from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, OsFiles
+from agentcore.durable.loop import Loop, ToolGaveUp
+from agentcore.harness import kill
+from agentcore.harness.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
+from agentcore.harness.disk import AS_IS, MemoryFiles, PowerCutDisk, State, WorkBudget, ram_dir
+from agentcore.harness.state import RESTART_TEXT, Durable, World, checkpoint_name
+from agentcore.harness.trackerfault import Relay
 from agentcore.limits import MAX_GIVE_UP_RESTARTS
-from agentcore.loop import Loop, ToolGaveUp
-from agentcore.state import RESTART_TEXT, Durable, World, checkpoint_name
-from agentcore.trackerfault import Relay
-from agentcore.world import QueuePerson, Suspended
+from agentcore.standins.tracker import QueuePerson, Suspended
 
 if TYPE_CHECKING:
     from agentcore.config import Config
@@ -73,7 +74,7 @@ class Options:
     timeline: bool = False  # the events as a timeline, and the tracker's effects at the end
     notes: bool = False  # the durable state at each point of the scenario's second process
     root: bool = False  # notes in the uninterrupted run's process too, with the saves made by each (Played.saved)
-    # The steps the play may take (agentcore.disk.WorkBudget), charged as it goes: a caller's bound
+    # The steps the play may take (agentcore.harness.disk.WorkBudget), charged as it goes: a caller's bound
     # on the work, not something the play keeps, so it takes no part in comparing options.
     budget: WorkBudget | None = field(default=None, compare=False)
 
@@ -118,7 +119,7 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
 
 
 def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
-    """The tracker's effects after `cfg`'s uninterrupted run, unchecked (agentcore.effects makes
+    """The tracker's effects after `cfg`'s uninterrupted run, unchecked (agentcore.checker.effects makes
     the truth of them); ValueError if the run does not finish."""
     scenario = _Scenario(cfg, (), Options(), None, None, None, check=False)
     played = scenario.run()
@@ -128,11 +129,11 @@ def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
 
 
 def run_steps(cfg: Config, bound: int | None = None) -> tuple[int, int]:
-    """The steps of `cfg`'s uninterrupted run (agentcore.disk), counted by a dry WorkBudget (no
+    """The steps of `cfg`'s uninterrupted run (agentcore.harness.disk), counted by a dry WorkBudget (no
     power-cut state listed but the first two) with its effects unchecked, and its crash points as
     that count passes them: what a play of the run costs, found for about what the panic model's
     run costs. The points are `points(cfg)`'s but under a power cut without fsync, where a point
-    offers up to agentcore.disk.MAX_STATES states and the count at most two. OverBudget past
+    offers up to agentcore.harness.disk.MAX_STATES states and the count at most two. OverBudget past
     `bound`. Under kill the process's work is counted as under panic (the same operations, here in
     one process)."""
     budget = WorkBudget(bound, dry=True)
@@ -290,7 +291,7 @@ class _Scenario:
         return hook
 
     def _tracker_crashed(self, crash: Crash) -> CrashPlan:
-        """The tracker crashed (agentcore.trackerfault): this process goes on in a new segment."""
+        """The tracker crashed (agentcore.harness.trackerfault): this process goes on in a new segment."""
         self.crashes.append(crash)
         self.faults += 1
         return self._next_process(fresh=False)
@@ -319,7 +320,7 @@ class _Scenario:
                 self.remote.send(("run-finished",))
 
     def point(self, kind: str, detail: str) -> None:
-        """A crash point: one for each state a crash here may leave (agentcore.disk); a tracker's
+        """A crash point: one for each state a crash here may leave (agentcore.harness.disk); a tracker's
         point is one: its crash is the tracker's, which leaves the agent's disk alone."""
         if self.options.budget is not None:
             self.options.budget.charge(1)

@@ -1,7 +1,7 @@
 """A tracker that can crash (`Config.tracker_fault` "crash"): how a scenario plays the tracker's crash.
 
 Rules:
-- The tracker keeps its records through a write-ahead log (agentcore.world): a request is appended
+- The tracker keeps its records through a write-ahead log (agentcore.standins.tracker): a request is appended
   (`tracker-logged`), the log synced (`tracker-synced`), then the request is applied and answered
   (`tracker-accepted`). The first two are the tracker's own points, fired only under this fault.
 - A crash at one of them is the tracker's, not the agent process's: the tracker restarts from its
@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentcore.crash import TRACKER_KINDS, Crash, Hook
-from agentcore.world import ToolFailed
+from agentcore.harness.crash import TRACKER_KINDS, Crash, Hook
+from agentcore.standins.tracker import ToolFailed
 
 if TYPE_CHECKING:
-    from agentcore.state import World
+    from agentcore.harness.state import World
 
 
 class TrackerCrashed(ToolFailed):

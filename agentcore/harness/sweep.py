@@ -1,12 +1,12 @@
 """The crash sweep: crash configurations at every point they can be crashed, in worker processes.
 
 Rules:
-- A sweep plans one chunk per first crash point of each configuration (agentcore.chunks: the once
-  scenario and its twice scenarios; agentcore.scenario plays each scenario; agentcore.config says
+- A sweep plans one chunk per first crash point of each configuration (agentcore.harness.chunks: the once
+  scenario and its twice scenarios; agentcore.harness.scenario plays each scenario; agentcore.config says
   what a configuration is).
 - Scenarios are independent, so chunks run in parallel in worker processes; results are put back
   in order, so a sweep gives the same records with any number of workers, every time.
-- Where a few configurations' chunks merge equal states (agentcore.merge), the workers share their
+- Where a few configurations' chunks merge equal states (agentcore.harness.merge), the workers share their
   restarts: this process plays
   each configuration's run to its first points, then hands out each distinct restart (by its state's
   key) to be played once by one worker (`merge.step`), which sends back its outcome, its points with
@@ -22,7 +22,7 @@ Rules:
   plays, and a restart costs no message (the table's restarts cost about as much as a message);
   the worker builds the records (or rows) and sends them back.
 - A sweep that needs only its table (`keep=False`) keeps no record: chunks give their rows
-  (agentcore.chunks). A merged chunk's row is its tree's tally: no record is built anywhere; an
+  (agentcore.harness.chunks). A merged chunk's row is its tree's tally: no record is built anywhere; an
   unmerged chunk's worker builds its records and sends back only their row.
 - The workers are concurrent.futures' ProcessPoolExecutor, forked: multiprocessing.Pool's worker
   handler thread woke at every result not yet read, taking CPU from the workers
@@ -45,8 +45,9 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any
 
-from agentcore import merge as merging
-from agentcore.chunks import (
+from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
+from agentcore.harness import merge as merging
+from agentcore.harness.chunks import (
     Chunk,
     ChunkResult,
     Resumed,
@@ -58,12 +59,11 @@ from agentcore.chunks import (
     resume,
     run_chunk,
 )
-from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
-from agentcore.disk import OverBudget, WorkBudget, ram_dir
+from agentcore.harness.disk import OverBudget, WorkBudget, ram_dir
+from agentcore.harness.scenario import Options, Played, play, run_steps
+from agentcore.harness.state import Durable
 from agentcore.limits import SWEEP_DEPTHS
 from agentcore.records import ScenarioRecord, TableRow
-from agentcore.scenario import Options, Played, play, run_steps
-from agentcore.state import Durable
 
 DISKS = ("memory", "files")
 
@@ -142,7 +142,7 @@ def _worker(items: list[tuple[int, Chunk]]) -> tuple[tuple[int, ChunkResult, lis
 
 
 def _restarts(batch: list[Restart]) -> list[Node]:
-    """A pool process plays each restart once (agentcore.merge.step)."""
+    """A pool process plays each restart once (agentcore.harness.merge.step)."""
     d = _workdir()
     out = []
     keep = _OPTIONS["keep"]
@@ -172,7 +172,7 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
                collect: bool = False, disk: str = "memory", merge: bool = True,
                keep: bool = True) -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
-    equal states where agentcore.merge allows it; `keep`: the records (else each chunk's row)."""
+    equal states where agentcore.harness.merge allows it; `keep`: the records (else each chunk's row)."""
     if depth not in SWEEP_DEPTHS:
         raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
@@ -381,14 +381,14 @@ class SweepResult:
     records: list[list[ScenarioRecord]]  # per configuration (empty lists where the sweep kept none)
     saves: int
     scenarios: int
-    explored: int = 0  # scenario plays (agentcore.merge rebuilt the other records from its trees)
+    explored: int = 0  # scenario plays (agentcore.harness.merge rebuilt the other records from its trees)
 
 
 def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
           progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True,
           keep: bool = True) -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
-    live, "memory" or (real) "files"; `merge`: equal states (agentcore.merge), the same records;
+    live, "memory" or (real) "files"; `merge`: equal states (agentcore.harness.merge), the same records;
     `keep`: the records (without them, the same rows, sooner)."""
     if collect and not keep:
         raise ValueError("timelines are collected only into records that are kept")

@@ -9,7 +9,7 @@ shows that keys made of call IDs cannot stop a doubled effect when a model asked
 gives fresh ones.
 Planted bugs are flags too, so a test can show that the sweep catches each of them; the last four
 (`STORE_BUGS`) are bugs of the checkpoint store the design saves through. A design's `sound` self has
-none (agentcore.effects checks effects against its uninterrupted run).
+none (agentcore.checker.effects checks effects against its uninterrupted run).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Design:
     proposed_run_id: bool = False  # takes its process's proposed run ID over the checkpoint's
     # When the ladder hears "it happened" (a lookup or the person) it records a bare confirmation
     # instead of the call's answer: a later call built on that result (the comment on the issue) goes
-    # to issue None, an effect that exists but is wrong (agentcore.effects). Only a ladder that asks
+    # to issue None, an effect that exists but is wrong (agentcore.checker.effects). Only a ladder that asks
     # or looks up hears "it happened": a keyed tracker's reruns never do.
     happened_without_result: bool = False
     # approval gate: a call the person denied runs anyway (only a person who denies can catch it)
@@ -66,7 +66,7 @@ class Design:
     # third restart to find it so takes it for a call that crashes the loop and records it as failed
     # without settling it. Only three crashes inside one call reach that count: a depth-3 sweep.
     skip_third_restart: bool = False
-    # planted bugs of the checkpoint store (agentcore.checkpoint)
+    # planted bugs of the checkpoint store (agentcore.durable.checkpoint)
     write_in_place: bool = False  # writes the checkpoint itself, no temp file and no rename
     remove_then_rename: bool = False  # removes the old checkpoint before renaming the new one over it
     skip_file_fsync: bool = False  # renames the temp file without syncing it first

@@ -7,17 +7,17 @@ Rules:
   call (`first`), the person is truthful, the model repeats itself (`fixed`), the tracker never
   forgets or crashes (`none`).
 - Tool faults: `first`, `k:N` (the first N attempts of each changing call fail; `k:0` none),
-  `always`. They apply only to a design with a flaky tool server (agentcore.designs: `flaky`); the
+  `always`. They apply only to a design with a flaky tool server (agentcore.durable.designs: `flaky`); the
   others' tools never fail. How the failing attempts die (half of them after the tracker accepted)
-  is agentcore.world's rule; `first` is the chapter's flaky server, attempt for attempt.
+  is agentcore.standins.tracker's rule; `first` is the chapter's flaky server, attempt for attempt.
 - Person: `truthful`, `deny:P` (approvals denied with probability P), `wrong:P` ("did it happen?"
   answered wrong with probability P), `adversarial` (every answer wrong). Random choices are seeded
   with the configuration's `seed`: `chance` draws them from a hash of the seed and what the choice
   is about (never a stateful generator: a restarted process, or a twice scenario started from a
   noted state, must draw what a full replay draws).
 - Model: `fixed` (asked again, the same reply with the same call IDs), `fresh-ids` (the same calls
-  under new provider call IDs), `fickle` (seeded: other calls); agentcore.model acts on it.
-- Tracker fault: `none`, `crash` (agentcore.trackerfault), `ttl:N` (keys forgotten after N requests),
+  under new provider call IDs), `fickle` (seeded: other calls); agentcore.standins.model acts on it.
+- Tracker fault: `none`, `crash` (agentcore.harness.trackerfault), `ttl:N` (keys forgotten after N requests),
   `strict-params` (a repeated key with other arguments is refused).
 """
 

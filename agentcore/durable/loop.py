@@ -7,7 +7,7 @@ counts):
   that has no result on the ladder, then saves "settled".
 - A turn: resume the checkpoint's open turn, else ask the model (`reply-arrived`) and save the reply
   (with its call IDs) if the design saves replies. A saved reply is never asked for again: a model
-  asked again may give other call IDs or other calls (agentcore.model). Run, in order, each call
+  asked again may give other call IDs or other calls (agentcore.standins.model). Run, in order, each call
   without a result. Close the turn with the per-turn save (the five designs; the real loop has
   none: a turn whose calls all have results is closed).
 - The final answer: the five designs fire `reply-arrived`, mark the run done and save; the real
@@ -23,7 +23,7 @@ counts):
 - A call gets at most MAX_ATTEMPTS tries in one process, the fresh one included. When they all fail
   the loop gives up: it tells the tool server (bookkeeping: the scenario counts give-ups) and stops
   with ToolGaveUp, the call unsettled; a new process settles it from the checkpoint (its marker
-  stands) with tries of its own (agentcore.scenario bounds those restarts).
+  stands) with tries of its own (agentcore.harness.scenario bounds those restarts).
 - An approval-gated call asks the person under request ID key(run ID, call ID) (`approval-pending`
   while the decision is unsaved), then saves the decision, which is also its attempt marker
   (`decision-saved`); after a crash the same request ID is sent again and the person, who keeps one
@@ -38,15 +38,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentcore import ladder
-from agentcore.checkpoint import Store
-from agentcore.crash import Hook, Kind
-from agentcore.designs import Design
+from agentcore.durable import ladder
+from agentcore.durable.checkpoint import Store
+from agentcore.durable.designs import Design
+from agentcore.durable.keys import key
+from agentcore.harness.crash import Hook, Kind
 from agentcore.jobs import Call, Job, Tool
-from agentcore.keys import key
 from agentcore.limits import MAX_ATTEMPTS
-from agentcore.model import ScriptedModel
-from agentcore.world import Person, Refused, ToolFailed, ToolServer
+from agentcore.standins.model import ScriptedModel
+from agentcore.standins.tracker import Person, Refused, ToolFailed, ToolServer
 
 
 class ToolGaveUp(Exception):
