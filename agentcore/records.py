@@ -11,7 +11,7 @@ Rules:
   run); missing: calls of the job script that should have happened and whose effect never did. Both
   are counted against the job script (each changing call of each job run once), not against an
   uninterrupted run, so that a loop whose uninterrupted run is already wrong (a reused run ID)
-  shows it. A gated call the person denies (its verdict on the call: agentcore.standins.tracker) should not
+  shows it. A gated call the person denies (its verdict on the call: agentcore.standins.person) should not
   happen: its absence is not missing, its effect is denied_ran (once per call; a second effect of
   it is a duplicate besides).
 - wrong: effects that exist but differ from the same job's uninterrupted, fault-free run (their

@@ -46,7 +46,9 @@ from agentcore.harness.crash import Hook, Kind
 from agentcore.jobs import Call, Job, Tool
 from agentcore.limits import MAX_ATTEMPTS
 from agentcore.standins.model import ScriptedModel
-from agentcore.standins.tracker import Person, Refused, ToolFailed, ToolServer
+from agentcore.standins.person import Person
+from agentcore.standins.tools import ToolFailed, ToolServer
+from agentcore.standins.tracker import Refused
 
 
 class ToolGaveUp(Exception):

@@ -60,7 +60,7 @@ from agentcore.harness.disk import AS_IS, MemoryFiles, PowerCutDisk, State, Work
 from agentcore.harness.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.harness.trackerfault import Relay
 from agentcore.limits import MAX_GIVE_UP_RESTARTS
-from agentcore.standins.tracker import QueuePerson, Suspended
+from agentcore.standins.person import QueuePerson, Suspended
 
 if TYPE_CHECKING:
     from agentcore.config import Config

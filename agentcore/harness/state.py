@@ -35,7 +35,9 @@ from agentcore.durable.checkpoint import CheckpointError
 from agentcore.durable.checkpoint import parse as parse_checkpoint
 from agentcore.standins.faults import tool_failures
 from agentcore.standins.model import ScriptedModel
-from agentcore.standins.tracker import MODES, QueuePerson, ScriptedPerson, ToolServer, Tracker
+from agentcore.standins.person import QueuePerson, ScriptedPerson
+from agentcore.standins.tools import ToolServer
+from agentcore.standins.tracker import MODES, Tracker
 
 if TYPE_CHECKING:
     from agentcore.config import Config

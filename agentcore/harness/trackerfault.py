@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentcore.harness.crash import TRACKER_KINDS, Crash, Hook
-from agentcore.standins.tracker import ToolFailed
+from agentcore.standins.tools import ToolFailed
 
 if TYPE_CHECKING:
     from agentcore.harness.state import World

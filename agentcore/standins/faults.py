@@ -9,7 +9,7 @@ Rules:
 - Tool faults: `first`, `k:N` (the first N attempts of each changing call fail; `k:0` none),
   `always`. They apply only to a design with a flaky tool server (agentcore.durable.designs: `flaky`); the
   others' tools never fail. How the failing attempts die (half of them after the tracker accepted)
-  is agentcore.standins.tracker's rule; `first` is the chapter's flaky server, attempt for attempt.
+  is agentcore.standins.tools's rule; `first` is the chapter's flaky server, attempt for attempt.
 - Person: `truthful`, `deny:P` (approvals denied with probability P), `wrong:P` ("did it happen?"
   answered wrong with probability P), `adversarial` (every answer wrong). Random choices are seeded
   with the configuration's `seed`: `chance` draws them from a hash of the seed and what the choice

@@ -9,7 +9,9 @@ from agentcore.durable.loop import Loop
 from agentcore.harness.crash import Crash, CrashPlan
 from agentcore.harness.sweep import Config, Options, play
 from agentcore.standins.model import ScriptedModel
-from agentcore.standins.tracker import ScriptedPerson, ToolServer, Tracker
+from agentcore.standins.person import ScriptedPerson
+from agentcore.standins.tools import ToolServer
+from agentcore.standins.tracker import Tracker
 
 S = ["save-half-done", "save-renamed"]
 R, A, T = "reply-arrived", "tracker-accepted", "tool-returned"

@@ -12,7 +12,8 @@ from agentcore.harness.state import Durable, World
 from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
 from agentcore.jobs import JobError, Tool, load, parse
 from agentcore.standins.model import CHANGED, ScriptedModel, job_call_id
-from agentcore.standins.tracker import ToolServer, Tracker
+from agentcore.standins.tools import ToolServer
+from agentcore.standins.tracker import Tracker
 
 TRIAGE = load("triage")
 REPLY_SAVERS = ("save after the reply", "+ idempotency keys", "+ attempt markers, no keys", "keys and markers",

@@ -11,7 +11,8 @@ from agentcore.durable import designs, ladder
 from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
 from agentcore.jobs import Call
 from agentcore.standins.faults import chance
-from agentcore.standins.tracker import ScriptedPerson, Suspended, Tracker
+from agentcore.standins.person import ScriptedPerson, Suspended
+from agentcore.standins.tracker import Tracker
 
 TRIAGE = jobs.load("triage")
 CALL = Call("c1", "create_issue", {"title": "t"})
@@ -220,7 +221,7 @@ def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counti
 
 
 def test_a_question_raised_carries_the_grade_it_was_asked_with():
-    from agentcore.standins.tracker import QueuePerson
+    from agentcore.standins.person import QueuePerson
     with pytest.raises(Suspended) as e:
         QueuePerson(Tracker("keyless")).did_it_happen((0, "c1"), CALL, None, "", True)
     assert e.value.question["avoidable"] is True

@@ -15,7 +15,8 @@ from agentcore.harness.state import Durable, World
 from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
 from agentcore.limits import MAX_ATTEMPTS, MAX_GIVE_UP_RESTARTS
 from agentcore.standins.faults import tool_failures
-from agentcore.standins.tracker import ToolFailed, ToolServer, Tracker
+from agentcore.standins.tools import ToolFailed, ToolServer
+from agentcore.standins.tracker import Tracker
 
 TRIAGE = jobs.load("triage")
 CHANGING = [c.id for c in TRIAGE.changing_calls()]  # call_1, call_2, call_4

@@ -2,7 +2,9 @@ import pytest
 
 from agentcore.harness.crash import CrashPlan
 from agentcore.jobs import Call, load
-from agentcore.standins.tracker import QueuePerson, ScriptedPerson, Suspended, ToolFailed, ToolServer, Tracker
+from agentcore.standins.person import QueuePerson, ScriptedPerson, Suspended
+from agentcore.standins.tools import ToolFailed, ToolServer
+from agentcore.standins.tracker import Tracker
 
 
 def request(t, key, origin=(0, "c1"), hook=None):
