@@ -17,15 +17,12 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from agentcore import audit, jobs, report
-from agentcore.config import CONDITIONS, CRASH_MODELS
-from agentcore.durable import designs, keys
-from agentcore.durable.checkpoint import CheckpointError
-from agentcore.harness import sweep
-from agentcore.jobs import JobError
+import agentcore as audit
+import agentcore as sweep
+from agentcore import CONDITIONS, CRASH_MODELS, MODES, CheckpointError, JobError, designs, faults, jobs, key, report
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
-from agentcore.standins import faults
-from agentcore.standins.tracker import MODES
+
+SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to, unless --site says
 
 
 class Progress:
@@ -149,10 +146,10 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
     a.add_argument("--depth", type=int, choices=audit.AUDIT_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
                    help="crash once, or once and again (default 2)")
-    a.add_argument("--format", choices=audit.FORMATS, default="text",
+    a.add_argument("--format", choices=audit.AUDIT_FORMATS, default="text",
                    help="text or json: the verdicts (a broken design's later worlds are not swept); "
                         "markdown: the table of every design under every world (every cell swept)")
-    a.add_argument("--site", default=audit.SITE, help=f"the dashboard the witness links go to (default {audit.SITE})")
+    a.add_argument("--site", default=SITE, help=f"the dashboard the witness links go to (default {SITE})")
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
     k.add_argument("call_id")
@@ -163,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "key":
-            print(keys.key(args.run_id, args.call_id))
+            print(key(args.run_id, args.call_id))
             return 0
         if args.command == "audit":
             return _audit(args)
@@ -222,7 +219,7 @@ def _audit(args: argparse.Namespace) -> int:
     finally:
         if shown:
             shown[-1].close()
-    sys.stdout.write(audit.render(result, args.format))
+    sys.stdout.write(audit.render_audit(result, args.format))
     print(f"audit: {result.scenarios} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
     return 0
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from agentcore.durable import designs
 from agentcore.durable.designs import Design
+from agentcore.harness.crashmodels import NAMES as CRASH_MODELS
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
 from agentcore.standins import faults
@@ -27,7 +28,6 @@ from agentcore.standins.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKE
 from agentcore.standins.tracker import Tracker
 
 PERSONS = ("scripted", "queue")
-CRASH_MODELS = ("panic", "power-cut", "kill")
 # The conditions a table is swept under, with their defaults (the chapter's world); the spellings
 # of the last five are agentcore.standins.faults'.
 CONDITIONS = {"crash_model": "panic", "fsync": True, "tracker_fault": "none", "tool_faults": "first",

@@ -42,8 +42,9 @@ TREE = [ROOT]  # the checkout whose agentcore is timed (--tree)
 INNER = """
 import resource, sys, time
 from agentcore import jobs
-from agentcore.durable import designs
-from agentcore.harness.sweep import Config, sweep, table_configs
+from agentcore import designs
+from agentcore import Config, table_configs
+import agentcore as sweep
 what, workers, merge = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "merge"
 if what == "table":
     configs = table_configs(jobs.load("triage"))

@@ -22,13 +22,8 @@ from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 
-from agentcore.config import CONDITIONS, CRASH_MODELS
-from agentcore.durable import designs
-from agentcore.harness import sweep as agentsweep
-from agentcore.jobs import BUILTIN, Job, JobError
-from agentcore.jobs import parse as parse_job
-from agentcore.standins import faults
-from agentcore.standins.tracker import MODES
+import agentcore as agentsweep
+from agentcore import BUILTIN, CONDITIONS, CRASH_MODELS, MODES, Job, JobError, designs, faults, parse_job
 from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 

@@ -33,10 +33,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from agentcore.config import conditions as agent_conditions
-from agentcore.records import TableRow
-from agentcore.records import columns as table_columns
-from agentcore.report import render
+from agentcore import TableRow, table_columns
+from agentcore import conditions as agent_conditions
+from agentcore import render_table as render
 from sweeps.configs import Conditions
 from sweeps.schema import RECORD_FIELDS, TWICE_FIELDS
 

@@ -14,14 +14,9 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from agentcore import audit as _audit
-from agentcore.audit import VARIANTS
-from agentcore.config import CRASH_MODELS
-from agentcore.durable.designs import DESIGNS
-from agentcore.harness.crash import Kind
-from agentcore.jobs import BUILTIN, Job, JobError, parse
-from agentcore.standins.faults import MODELS
-from agentcore.standins.tracker import MODES
+import agentcore as _audit
+from agentcore import BUILTIN, CRASH_MODELS, DESIGNS, MODELS, MODES, VARIANTS, Job, JobError, Kind
+from agentcore import parse_job as parse
 from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_conditions, clean_spelled, design
 from sweeps.limits import CONDITION_CHARS, MAX_PAGE, MAX_POINT, MAX_RUNS, MAX_SEED, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep

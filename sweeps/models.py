@@ -40,9 +40,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from agentcore.config import CONDITIONS, CRASH_MODELS
-from agentcore.config import conditions as agent_conditions
-from agentcore.standins.faults import MODELS
+from agentcore import CONDITIONS, CRASH_MODELS, MODELS
+from agentcore import conditions as agent_conditions
 from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
 
 

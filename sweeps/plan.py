@@ -22,8 +22,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from agentcore.harness import sweep as agentsweep
-from agentcore.jobs import carried_bytes
+import agentcore as agentsweep
+from agentcore import carried_bytes
 from sweeps import cost
 from sweeps.configs import (
     ChunkPlan,

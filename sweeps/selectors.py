@@ -10,11 +10,8 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
-from agentcore import audit as agentaudit
-from agentcore import records
-from agentcore.jobs import Job
-from agentcore.jobs import parse as parse_job
-from agentcore.records import COLUMNS, DEPTH_COLUMNS, ScenarioRecord, TableRow
+import agentcore as agentaudit
+from agentcore import COLUMNS, DEPTH_COLUMNS, Job, ScenarioRecord, TableRow, parse_job, records
 from sweeps import pagecache
 from sweeps.configs import design
 from sweeps.limits import (

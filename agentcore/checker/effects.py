@@ -5,9 +5,10 @@ Rules:
   fault-free world: the same job, tracker mode and job runs, the design without its planted bugs
   (a bug that shows in the uninterrupted run too must not be what it is checked against), the
   scripted person, and every condition at agentcore.config.CONDITIONS (panic, fsync on, no tracker
-  fault, a flaky tool failing as the design's default, a truthful person, the fixed model). A
-  process plays it once per (job, design, tracker mode, runs) and keeps it (`truth`): checking a
-  scenario is a dict lookup per effect.
+  fault, a flaky tool failing as the design's default, a truthful person, the fixed model):
+  `fault_free`. The runner plays it and hands its effects over (`Truth.of`; agentcore.harness.scenario
+  keeps one per process and configuration): this module plays nothing, and checking a scenario is a
+  dict lookup per effect.
 - Each effect is compared with the truth's effect of the same origin (job run, call ID): its op
   and its arguments. An argument the job fills from an earlier result ({"$result": ...}) is
   compared by what it names, not by its raw value: an issue number by the origin of the
@@ -42,9 +43,6 @@ _NAMES = {("create_issue", "number"): "issue", ("comment", "issue"): "issue", ("
           ("comment", "comment"): "comment"}
 # The field of an op's answer that numbers what the op made.
 _MADE = {"create_issue": ("issue", "number"), "comment": ("comment", "comment")}
-_KEPT = 64  # truths kept per process (the dashboard's workers live long and see many jobs)
-_TRUTHS: dict[tuple[int, designs.Design, str, int], tuple[Job, Truth]] = {}
-_LAST: list[Any] = []  # the configuration last checked, and its truth
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,32 +84,6 @@ class Truth:
         for path, kind in self.refs.get(e["origin"][1], ()):
             args = _named(args, path, kind, names)
         return e["op"], args
-
-
-def wrong(cfg: Config, effects: list[Effect]) -> int:
-    """How many of `effects` (a scenario's tracker's) exist but differ from `cfg`'s truth."""
-    return truth(cfg).wrong(effects)
-
-
-def truth(cfg: Config) -> Truth:
-    """The truth of `cfg`, played once per process and kept (the module's rules)."""
-    if _LAST and _LAST[0] is cfg:  # a sweep checks scenario after scenario of one configuration
-        return _LAST[1]
-    key = (id(cfg.job), cfg.design, cfg.tracker, cfg.runs)
-    kept = _TRUTHS.get(key)
-    if kept is not None and kept[0] is cfg.job:  # the job is held, so its id names no other job
-        _LAST[:] = [cfg, kept[1]]
-        return kept[1]
-    # agentcore.harness.scenario checks every scenario it plays against a truth: imported here, when a
-    # truth is first needed, as it imports this module.
-    from agentcore.harness.scenario import uninterrupted_effects
-
-    made = Truth.of(cfg.job, uninterrupted_effects(fault_free(cfg)))
-    if len(_TRUTHS) >= _KEPT:
-        del _TRUTHS[next(iter(_TRUTHS))]
-    _TRUTHS[key] = (cfg.job, made)
-    _LAST[:] = [cfg, made]
-    return made
 
 
 def fault_free(cfg: Config) -> Config:

@@ -21,21 +21,38 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentcore.durable.checkpoint import OsFiles, completes_save
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from agentcore.harness.scenario import _Scenario
+    from agentcore.config import Config
+    from agentcore.harness.state import World
+
+
+class Process(Protocol):
+    """What this module needs of a scenario's play (agentcore.harness.scenario): its world, its
+    current process's hook and disk, and a way to run that process's job runs."""
+
+    cfg: Config
+    world: World
+    saves: int
+    hook: Any
+    disk: Any
+    remote: Any
+
+    def point(self, kind: str, detail: str) -> None: ...
+
+    def run_jobs(self) -> None: ...
 
 
 class ChildDied(Exception):
     """The child process ended without a word: a bug, not a crash the sweep planted."""
 
 
-def run_process(scn: _Scenario) -> None:
+def run_process(scn: Process) -> None:
     """Run the scenario's current process in a child; raise in the parent what ended it (a Crash
     from the parent's plan, or the child's ToolGaveUp, Suspended, CheckpointError)."""
     from multiprocessing.connection import Pipe  # here: only the kill model needs it, every command starts
@@ -67,7 +84,7 @@ def run_process(scn: _Scenario) -> None:
         parent.close()
 
 
-def _serve(scn: _Scenario, conn: Connection) -> None:
+def _serve(scn: Process, conn: Connection) -> None:
     w = scn.world
     targets: dict[str, Any] = {"server": w.server, "tracker": w.tracker, "model": w.model, "person": w.person}
     while True:
@@ -103,7 +120,7 @@ def _serve(scn: _Scenario, conn: Connection) -> None:
             return
 
 
-def _child(scn: _Scenario, conn: Connection) -> None:
+def _child(scn: Process, conn: Connection) -> None:
     w = scn.world
     w.server = _Remote(conn, "server")  # type: ignore[assignment]
     w.server.tracker = _Remote(conn, "tracker", mode=w.tracker.mode)

@@ -11,7 +11,7 @@ Rules:
   calls, asks, avoidable asks, approvals; saves are the restart's own), and with crashes still to
   come, for each point of the restart the counters there and the tree of the state a crash there
   leaves. Records are rebuilt from the trees, one per scenario, equal field by field to the
-  unmerged sweep's (tests/agentcore/test_merge.py): `Memo.explored` counts the restarts played,
+  unmerged sweep's (tests/agentcore/harness/test_merge.py): `Memo.explored` counts the restarts played,
   the records are the raw scenarios.
 - A state may merge only where a restart's future is the durable state's alone (`mergeable`): not
   where timelines are kept (each scenario's own), nor with a queue person (a question pauses a
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from operator import add, mul
 from typing import TYPE_CHECKING
 
+from agentcore.harness.crashmodels import CRASH_MODELS
 from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable
 
@@ -111,7 +112,8 @@ def tally(done: Outcome, added: Sequence[Counters], kids: Sequence[Tally]) -> Ta
 
 
 def mergeable(cfg: Config, collect: bool) -> bool:
-    return not collect and cfg.person == "scripted" and cfg.crash_model != "kill" and cfg.tracker_fault != "crash"
+    return (not collect and cfg.person == "scripted" and not CRASH_MODELS[cfg.crash_model].forks
+            and cfg.tracker_fault != "crash")
 
 
 def counters(state: Durable) -> Counters:
@@ -150,17 +152,19 @@ class Memo:
         return self._first[point - 1]
 
 
-_MEMOS: dict[int, Memo] = {}
+_MEMOS: list[Memo] = []  # found by their configuration object, which each holds (no id() to reuse)
 _ENTRIES = [0]  # trees in all memos
 
 
 def memo(cfg: Config) -> Memo:
     """This process's memo of `cfg` (the same object: a sweep's configurations live as long as it)."""
-    m = _MEMOS.get(id(cfg))
-    if m is None or m.cfg is not cfg:
-        if len(_MEMOS) >= MAX_MEMOS:
-            _forget()
-        m = _MEMOS[id(cfg)] = Memo(cfg)
+    for m in reversed(_MEMOS):  # the latest first: a sweep asks for one configuration chunk after chunk
+        if m.cfg is cfg:
+            return m
+    if len(_MEMOS) >= MAX_MEMOS:
+        _forget()
+    m = Memo(cfg)
+    _MEMOS.append(m)
     return m
 
 
@@ -198,7 +202,7 @@ def step(cfg: Config, state: Durable, crashes: int, workdir: str | None = None
 
 
 def _forget() -> None:
-    for m in _MEMOS.values():
+    for m in _MEMOS:
         m.trees.clear()
     _MEMOS.clear()
     _ENTRIES[0] = 0

@@ -46,17 +46,17 @@ Rules:
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from agentcore.checker import effects
+from agentcore.checker.effects import Truth, fault_free
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.durable.loop import Loop, ToolGaveUp
 from agentcore.harness import kill
 from agentcore.harness.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
-from agentcore.harness.disk import AS_IS, MemoryFiles, PowerCutDisk, State, WorkBudget, ram_dir
+from agentcore.harness.crashmodels import CRASH_MODELS
+from agentcore.harness.disk import AS_IS, State, WorkBudget
+from agentcore.harness.files import Folder, lay_out, scenario_disk
 from agentcore.harness.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.harness.trackerfault import Relay
 from agentcore.limits import MAX_GIVE_UP_RESTARTS
@@ -64,6 +64,14 @@ from agentcore.standins.person import QueuePerson, Suspended
 
 if TYPE_CHECKING:
     from agentcore.config import Config
+    from agentcore.durable.designs import Design
+    from agentcore.jobs import Job
+
+_KEPT = 64  # truths kept per process (the dashboard's workers live long and see many jobs)
+# The truths kept, oldest first: (job, design, tracker mode, runs, truth). A job is found by identity
+# (the entry holds it, so no other job can take its place); a job object is parsed once and shared.
+_TRUTHS: list[tuple[Job, Design, str, int, Truth]] = []
+_LAST: list[Any] = []  # the configuration last checked, and its truth
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +119,7 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
 
     The checkpoint files are in memory, or in `workdir` when one is given. `start` continues from
     a durable state (a paused scenario's, or a noted restart state) with more `answers`."""
-    folder = _Folder(cfg, workdir)
+    folder = Folder(cfg, workdir)
     try:
         return _Scenario(cfg, plan, options, folder.path, start, answers).run()
     finally:
@@ -128,6 +136,28 @@ def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
     return scenario.world.tracker.effects
 
 
+def truth(cfg: Config) -> Truth:
+    """The truth `cfg`'s scenarios are checked against (agentcore.checker.effects): the effects of
+    its fault-free uninterrupted run, played once per process and kept per (job, design, tracker
+    mode, job runs); a sweep checks scenario after scenario of one configuration."""
+    if _LAST and _LAST[0] is cfg:
+        return _LAST[1]
+    made = next((t for job, design, tracker, runs, t in _TRUTHS if job is cfg.job and design == cfg.design
+                 and tracker == cfg.tracker and runs == cfg.runs), None)
+    if made is None:
+        made = Truth.of(cfg.job, uninterrupted_effects(fault_free(cfg)))
+        if len(_TRUTHS) >= _KEPT:
+            del _TRUTHS[0]
+        _TRUTHS.append((cfg.job, cfg.design, cfg.tracker, cfg.runs, made))
+    _LAST[:] = [cfg, made]
+    return made
+
+
+def wrong(cfg: Config, effects: list[dict[str, Any]]) -> int:
+    """How many of `effects` (a scenario's tracker's) exist but differ from `cfg`'s truth."""
+    return truth(cfg).wrong(effects)
+
+
 def run_steps(cfg: Config, bound: int | None = None) -> tuple[int, int]:
     """The steps of `cfg`'s uninterrupted run (agentcore.harness.disk), counted by a dry WorkBudget (no
     power-cut state listed but the first two) with its effects unchecked, and its crash points as
@@ -137,7 +167,8 @@ def run_steps(cfg: Config, bound: int | None = None) -> tuple[int, int]:
     `bound`. Under kill the process's work is counted as under panic (the same operations, here in
     one process)."""
     budget = WorkBudget(bound, dry=True)
-    counted = replace(cfg, crash_model="panic") if cfg.crash_model == "kill" else cfg
+    model = CRASH_MODELS[cfg.crash_model]
+    counted = replace(cfg, crash_model=model.costs_as) if model.costs_as else cfg
     played = _Scenario(counted, (), Options(budget=budget), None, None, None, check=False).run()
     return budget.spent, played.processes[0].count
 
@@ -154,41 +185,6 @@ def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
     return f"run-{seq + 1}" if process == 1 else f"run-{seq + 1}.p{process}"
 
 
-def _disk(cfg: Config, workdir: str | None, paths: list[str],
-          budget: WorkBudget | None) -> MemoryFiles | PowerCutDisk | OsFiles:
-    if cfg.crash_model == "power-cut":
-        return PowerCutDisk(read=paths, budget=budget)
-    return MemoryFiles(budget=budget) if workdir is None else OsFiles()
-
-
-class _Folder:
-    """The workdir a scenario's files go in: the one given, or under kill (which needs real files)
-    a temp dir of its own, RAM-backed when possible, removed at the end."""
-
-    def __init__(self, cfg: Config, workdir: str | None) -> None:
-        self.own = workdir is None and cfg.crash_model == "kill"
-        self.path = tempfile.mkdtemp(prefix="agentcore-kill-", dir=ram_dir()) if self.own else workdir
-
-    def close(self) -> None:
-        if self.own and self.path is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
-
-
-def _lay_out(disk: MemoryFiles | OsFiles, paths: list[str], files: dict[str, str]) -> None:
-    """Put the files a crash would have left (checkpoints and temp files), and no others."""
-    if not isinstance(disk, OsFiles):
-        folder = os.path.dirname(paths[0]) if paths else ""
-        disk.reset({os.path.join(folder, name): text.encode() for name, text in files.items()})
-        return
-    for p in paths:
-        name = os.path.basename(p)
-        for f, text in ((p, files.get(name)), (p + ".tmp", files.get(name + ".tmp"))):
-            if text is not None:
-                disk.write(f, text.encode())
-            else:
-                disk.remove(f)
-
-
 class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
@@ -201,9 +197,9 @@ class _Scenario:
         self.cfg, self.options = cfg, options
         self.check = check  # the effects against the truth (not the truth's own run: it is the truth)
         self.paths = [os.path.join(workdir or "", checkpoint_name(i)) for i in range(cfg.runs)]
-        self.disk = _disk(cfg, workdir, self.paths, options.budget)
+        self.disk = scenario_disk(cfg, workdir, self.paths, options.budget)
         files = start.files if start is not None else {}
-        _lay_out(self.disk, self.paths, files)
+        lay_out(self.disk, self.paths, files)
         log: list[tuple[str, str]] | None = [] if options.timeline else None
         if start is None:
             self.world, self.base = World.fresh(cfg, answers, log), 0
@@ -237,7 +233,7 @@ class _Scenario:
                 self.hook = Relay(plan, self.world, self._tracker_crashed) if relayed else plan
             fresh = True
             try:
-                if self.cfg.crash_model == "kill":
+                if CRASH_MODELS[self.cfg.crash_model].forks:
                     kill.run_process(self)
                 else:
                     self.run_jobs()
@@ -368,7 +364,7 @@ class _Scenario:
         played.saved = self.saved
         played.answers = w.person.given()
         if self.check:
-            played.wrong = effects.wrong(self.cfg, w.tracker.effects)
+            played.wrong = wrong(self.cfg, w.tracker.effects)
         if w.log is not None:
             played.timeline = w.events()
             played.effects = list(w.tracker.effects)

@@ -3,9 +3,8 @@ workers, what Plotly drew, and the page's script errors."""
 
 from __future__ import annotations
 
-from agentcore import jobs
-from agentcore.durable import designs
-from agentcore.harness import sweep as agentsweep
+import agentcore as agentsweep
+from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps.models import Sweep
 from sweeps.services import launch

@@ -15,9 +15,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from agentcore import audit as agentaudit
-from agentcore import jobs
-from agentcore.durable import designs
+import agentcore as agentaudit
+from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks
 from sweeps.models import Audit, AuditUnit

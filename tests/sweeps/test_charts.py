@@ -7,10 +7,8 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from agentcore import jobs
-from agentcore.durable import designs
-from agentcore.harness import sweep as agentsweep
-from agentcore.harness.crash import Kind
+import agentcore as agentsweep
+from agentcore import Kind, designs, jobs
 from sweeps import charts, selectors
 
 NAMES = ["save once per turn", "keys and markers"]

@@ -8,9 +8,7 @@ import uuid
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agentcore.config import CRASH_MODELS
-from agentcore.jobs import Job
-from agentcore.standins.faults import MODELS
+from agentcore import CRASH_MODELS, MODELS, Job
 from sweeps.configs import Conditions, clean_spelled
 from sweeps.forms import (
     AnswerForm,

@@ -32,11 +32,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentcore.config import CRASH_MODELS
-from agentcore.durable.designs import DESIGNS
-from agentcore.harness.crash import Kind
-from agentcore.standins.faults import MAX_TTL, MODELS
-from agentcore.standins.tracker import MODES
+from agentcore import CRASH_MODELS, DESIGNS, MODELS, MODES, Kind
+from agentcore.standins.faults import MAX_TTL
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source
 from sweeps.limits import MAX_SEED

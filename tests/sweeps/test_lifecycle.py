@@ -15,9 +15,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
-from agentcore import jobs
-from agentcore.durable import designs
-from agentcore.harness import sweep as agentsweep
+import agentcore as agentsweep
+from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors
 from sweeps import plan as planning

@@ -8,10 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
-from agentcore import jobs
-from agentcore.durable import designs
-from agentcore.durable.checkpoint import CheckpointError
-from agentcore.harness import sweep as agentsweep
+import agentcore as agentsweep
+from agentcore import CheckpointError, designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps import limits, schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep

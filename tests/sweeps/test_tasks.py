@@ -11,9 +11,8 @@ import pytest
 import redis
 from django.db import connection
 
-from agentcore import jobs, report
-from agentcore.durable import designs
-from agentcore.harness import sweep as agentsweep
+import agentcore as agentsweep
+from agentcore import designs, jobs, report
 from sweeps import configs as sweep_configs
 from sweeps import schema, selectors, tasks
 from sweeps import workers as sweepworkers

@@ -24,10 +24,9 @@ from django.urls import reverse
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from agentcore.durable.designs import DESIGNS
-from agentcore.records import COLUMNS
-from agentcore.report import TITLES, render
-from agentcore.standins.tracker import MODES
+from agentcore import COLUMNS, DESIGNS, MODES
+from agentcore import TABLE_TITLES as TITLES
+from agentcore import render_table as render
 from sweeps import charts, exports, limits, selectors
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source

@@ -17,9 +17,9 @@ from django.db import DatabaseError
 from django.urls import reverse
 from kombu.exceptions import KombuError
 
-from agentcore import audit as agentaudit
-from agentcore.durable import designs as agentdesigns
-from agentcore.standins.tracker import MODES
+import agentcore as agentaudit
+from agentcore import MODES
+from agentcore import designs as agentdesigns
 from sweeps import selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.management.commands.sweep import Command as SweepCommand

@@ -29,9 +29,8 @@ from django.db import DatabaseError
 from kombu.exceptions import KombuError
 from tqdm import tqdm
 
-from agentcore import jobs, report
+from agentcore import CheckpointError, jobs, report
 from agentcore.cli import add_sweep_commands
-from agentcore.durable.checkpoint import CheckpointError
 from sweeps import configs, diskfull, plan, replay, selectors, workers
 from sweeps.limits import STALL_SECONDS
 from sweeps.models import Sweep

@@ -1,4 +1,4 @@
-"""A fallible person (issue 13): the scripted person's spellings, what its errors do to a scenario,
+"""A fallible person: the scripted person's spellings, what its errors do to a scenario,
 denied_ran, the grade of each question, and the two planted approval bugs, each caught by the
 option that should catch it and by no other."""
 
@@ -7,8 +7,11 @@ import json
 import pytest
 
 from agentcore import jobs
+from agentcore.config import Config
 from agentcore.durable import designs, ladder
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
+from agentcore.harness.chunks import Chunk, points, run_chunk
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.sweep import sweep
 from agentcore.jobs import Call
 from agentcore.standins.faults import chance
 from agentcore.standins.person import ScriptedPerson, Suspended
@@ -199,8 +202,8 @@ def test_a_scenario_counts_its_avoidable_asks(sends_key, avoidable):
 
 
 def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counting():
+    from agentcore.harness.chunks import resume
     from agentcore.harness.state import Durable
-    from agentcore.harness.sweep import resume
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
     first = _point(cfg, "tracker-accepted create_issue call_1")
     # Process 2 asks about call_1 and pauses; answered, it crashes again at some point q and
@@ -285,7 +288,7 @@ def test_no_other_option_catches_an_approval_id_reused(conditions):
     ("loop", "keyless", "wrong:0.5", 1), ("markers", "keyed", "wrong:0.5", 1),
 ])
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faults, runs):
-    # As tests/agentcore/test_sweep.py's test of the name: the person's draws, and its verdicts,
+    # As tests/agentcore/harness/test_sweep.py's test of the name: the person's draws, and its verdicts,
     # must come out the same from a noted state as in a full replay.
     cfg = Config(TRIAGE, designs.get(design), tracker, runs=runs, person_faults=faults, seed=MIXED)
     for p, (kind, label) in enumerate(points(cfg), 1):

@@ -3,11 +3,12 @@ import json
 import pytest
 
 from agentcore import jobs
+from agentcore.config import Config
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.durable.loop import Loop
 from agentcore.harness.crash import Crash, CrashPlan
-from agentcore.harness.sweep import Config, Options, play
+from agentcore.harness.scenario import Options, play
 from agentcore.standins.model import ScriptedModel
 from agentcore.standins.person import ScriptedPerson
 from agentcore.standins.tools import ToolServer

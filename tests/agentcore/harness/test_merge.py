@@ -7,9 +7,10 @@ from agentcore import jobs
 from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.harness import merge
-from agentcore.harness.chunks import merged
+from agentcore.harness.chunks import Chunk, merged, run_chunk
+from agentcore.harness.pool import BY_CONFIGURATION
 from agentcore.harness.scenario import Options, play
-from agentcore.harness.sweep import BY_CONFIGURATION, Chunk, plan_chunks, run_chunk, run_chunks, sweep
+from agentcore.harness.sweep import plan_chunks, run_chunks, sweep
 from agentcore.records import COLUMNS, table_row
 
 TRIAGE = jobs.load("triage")
@@ -307,7 +308,7 @@ def test_few_configurations_share_their_restarts_among_the_workers():
 
 
 def test_the_unmerged_table_on_two_workers_is_one_worker_s_record_for_record():
-    # Every chunk whole, a few to a task (agentcore.harness.sweep.WHOLE_PER_TASK), fewer toward the end.
+    # Every chunk whole, a few to a task (agentcore.harness.pool.WHOLE_PER_TASK), fewer toward the end.
     one = sweep(table_configs(TRIAGE), merge=False)
     two = sweep(table_configs(TRIAGE), workers=2, merge=False)
     assert_same(two, one)

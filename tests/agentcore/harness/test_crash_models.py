@@ -1,4 +1,4 @@
-"""Crash models and fsync (issue 12): the chapter's table where it must not change, what each model
+"""Crash models and fsync: the chapter's table where it must not change, what each model
 sees, the planted store bugs each caught by the model that should catch it and by no other."""
 
 import os
@@ -9,11 +9,13 @@ import pytest
 from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.harness import kill
-from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
+from agentcore.harness.chunks import Chunk, points, run_chunk
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.sweep import sweep
 from agentcore.jobs import load
 
 TRIAGE = load("triage")
-CHAPTER = {  # the chapter's table, as tests/agentcore/test_sweep.py checks it under panic
+CHAPTER = {  # the chapter's table, as tests/agentcore/harness/test_sweep.py checks it under panic
     row.name: row.values() for row in sweep(table_configs(TRIAGE)).rows
 }
 MODELS = [("panic", True), ("kill", True), ("power-cut", True), ("power-cut", False)]
@@ -65,7 +67,7 @@ def test_kill_really_kills_each_crashed_process_with_sigkill(monkeypatch):
 
 
 def test_kill_pauses_and_resumes_a_queue_person_s_scenario_as_panic_does():
-    from agentcore.harness.sweep import resume
+    from agentcore.harness.chunks import resume
     outcomes = []
     for model in ("panic", "kill"):
         cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue", crash_model=model)

@@ -4,8 +4,11 @@ from dataclasses import replace
 import pytest
 
 from agentcore import jobs
+from agentcore.config import Config, table_configs
 from agentcore.durable import designs
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, resume, run_chunk, sweep, table_configs
+from agentcore.harness.chunks import Chunk, points, resume, run_chunk
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.sweep import sweep
 from agentcore.records import CHAPTER_COLUMNS, EXTRA_COLUMNS, ScenarioRecord
 
 TRIAGE = jobs.load("triage")
@@ -76,7 +79,7 @@ def test_two_workers_give_the_same_records(table):
 def test_real_checkpoint_files_give_the_same_records_as_memory(table, tmp_path, monkeypatch):
     # The sweep keeps checkpoint files in memory by default; the same save code over real files
     # (in a temp dir) must give every scenario the very same outcome.
-    import agentcore.harness.scenario as scenario  # where a play makes its Files
+    import agentcore.harness.files as scenario  # where a play makes its Files
     from agentcore.durable.checkpoint import OsFiles
 
     wrote = tmp_path / "a real file was written"
@@ -218,7 +221,7 @@ def test_bad_configuration_is_refused():
 
 
 def _waiting(tmp_path, point=10):
-    from agentcore.harness.sweep import play
+    from agentcore.harness.scenario import play
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
     p = play(cfg, (point,), Options(timeline=True), str(tmp_path))
     return cfg, p
@@ -233,7 +236,7 @@ def test_queue_person_suspends_a_scenario_with_its_durable_state(tmp_path):
 
 @pytest.mark.parametrize("answer,dups,missing", [(True, 0, 0), (False, 1, 0)])
 def test_resuming_with_an_answer_finishes_and_shows_if_it_was_right(tmp_path, answer, dups, missing):
-    from agentcore.harness.sweep import resume
+    from agentcore.harness.chunks import resume
     cfg, p = _waiting(tmp_path)  # crash at point 10: call_1 accepted, its result not saved: it happened
     rec = resume(cfg, p.durable, {p.question["id"]: answer}, (10, "k", "l"), None, str(tmp_path)).record
     assert rec.status == "done"
@@ -249,7 +252,8 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, runs
     # a replay of the whole scenario at p and then q must give the very same outcome. (In memory:
     # real files give the same records, test_real_checkpoint_files_give_the_same_records_as_memory,
     # and cost 36 times as much here.)
-    from agentcore.harness.sweep import Chunk, play, points, run_chunk
+    from agentcore.harness.chunks import Chunk, points, run_chunk
+    from agentcore.harness.scenario import play
     cfg = Config(TRIAGE, designs.get(design), tracker, runs=runs)
     for p, (kind, label) in enumerate(points(cfg), 1):
         noted = run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]
@@ -354,7 +358,7 @@ def test_a_resume_hands_on_the_restart_points_it_reached_as_a_chunk_of_twice_sce
 
 
 def test_replaying_a_twice_scenario_past_an_answer_gives_the_sweep_s_record():
-    from agentcore.harness.sweep import replay
+    from agentcore.harness.chunks import replay
 
     cfg = replace(next(c for c in table_configs(TRIAGE) if c.label == "real loop, keyless tracker"), person="queue")
     paused = play(cfg, (10,), Options(points=True, notes=True))

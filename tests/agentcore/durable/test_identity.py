@@ -1,4 +1,4 @@
-"""A fresh process identity at every start (issue 12, item 1): each process proposes its own run ID
+"""A fresh process identity at every start: each process proposes its own run ID
 and names its number in the timeline; only a run ID read from the checkpoint continues a run."""
 
 import csv
@@ -7,9 +7,11 @@ import pytest
 
 from agentcore import jobs
 from agentcore.cli import main
+from agentcore.config import Config
 from agentcore.durable import designs
-from agentcore.harness.scenario import proposed_run_id
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
+from agentcore.harness.chunks import Chunk, points, run_chunk
+from agentcore.harness.scenario import Options, play, proposed_run_id
+from agentcore.harness.sweep import sweep
 
 TRIAGE = jobs.load("triage")
 KEYED_DESIGNS = ("keys", "keys-and-markers", "loop", "tool-fails", "approval-gate")

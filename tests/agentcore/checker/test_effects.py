@@ -7,11 +7,13 @@ import copy
 import pytest
 
 from agentcore import jobs
-from agentcore.checker import effects
 from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.harness import scenario
-from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
+from agentcore.harness import scenario as effects  # the runner makes the truth the checker compares with
+from agentcore.harness.chunks import Chunk, points, run_chunk
+from agentcore.harness.scenario import Options, play
+from agentcore.harness.sweep import sweep
 
 TRIAGE = jobs.load("triage")
 BUG = ("happened_without_result",)

@@ -1,4 +1,4 @@
-"""A tracker that is not ideal (issue 13, item 5): one that forgets keys after N requests (ttl:N),
+"""A tracker that is not ideal: one that forgets keys after N requests (ttl:N),
 one that refuses a known key with other arguments (strict-params); the rows the sweep shows, the
 planted bug only strict-params catches, twice scenarios against a full replay, kill against panic."""
 
@@ -9,11 +9,14 @@ import pytest
 
 from agentcore import jobs
 from agentcore.cli import main
+from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.chunks import Chunk, points, run_chunk
 from agentcore.harness.crash import CrashPlan
+from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep, table_configs
+from agentcore.harness.sweep import sweep
 from agentcore.records import COLUMNS
 from agentcore.standins.tracker import Refused, Tracker
 

@@ -1,4 +1,4 @@
-"""A model that changes its mind (issue 13, item 4): fresh provider call IDs and a fickle model when
+"""A model that changes its mind: fresh provider call IDs and a fickle model when
 asked again, the job file refusing the separator, the designs that save the reply immune, saving once
 per turn worse, and the planted bug `reask_open_turn` caught where it should be."""
 
@@ -7,9 +7,11 @@ import pytest
 from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.chunks import Chunk, points, run_chunk
 from agentcore.harness.crash import CrashPlan
+from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
-from agentcore.harness.sweep import Chunk, Options, play, points, run_chunk, sweep
+from agentcore.harness.sweep import sweep
 from agentcore.jobs import JobError, Tool, load, parse
 from agentcore.standins.model import CHANGED, ScriptedModel, job_call_id
 from agentcore.standins.tools import ToolServer
@@ -212,7 +214,7 @@ def test_reask_open_turn_doubles_effects_already_when_crashed_once():
                                                     ("loop+reask_open_turn", "fickle", 1, 1),
                                                     ("once-per-turn-keys", "fickle", 2, 2)])
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, model, seed, runs):
-    # As tests/agentcore/test_sweep.py: the restart noted at each point carries the model's asks.
+    # As tests/agentcore/harness/test_sweep.py: the restart noted at each point carries the model's asks.
     base, *bugs = design.split("+")
     cfg = Config(TRIAGE, designs.get(base, tuple(bugs)), "keyed", runs=runs, model=model, seed=seed)
     for p, (kind, label) in enumerate(points(cfg), 1):

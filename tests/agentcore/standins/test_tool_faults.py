@@ -1,4 +1,4 @@
-"""Tools that keep failing (issue 13, item 2): `--tool-faults first|k:N|always`, the give-up as an
+"""Tools that keep failing: `--tool-faults first|k:N|always`, the give-up as an
 outcome (a restart that finishes the job once the tool recovers, bounded when it never does), and the
 planted bug `skip_given_up`, caught where a call fails MAX_ATTEMPTS times in one process and only there."""
 
@@ -9,10 +9,13 @@ import pytest
 
 from agentcore import jobs
 from agentcore.cli import main
+from agentcore.config import Config
 from agentcore.durable import designs
+from agentcore.harness.chunks import Chunk, points, run_chunk
 from agentcore.harness.crash import TRACKER_KINDS, CrashPlan
+from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, run_chunk, sweep
+from agentcore.harness.sweep import sweep
 from agentcore.limits import MAX_ATTEMPTS, MAX_GIVE_UP_RESTARTS
 from agentcore.standins.faults import tool_failures
 from agentcore.standins.tools import ToolFailed, ToolServer
@@ -249,7 +252,7 @@ def test_the_command_line_shows_the_gave_up_column(capsys):
 def test_a_queue_sweep_answered_truthfully_is_the_scripted_sweep_through_give_ups(depth):
     # A pause resumes from the state its process started from: a process after a give-up started
     # within the crash plan's segment, and is played again from there with the answer.
-    from tests.agentcore.test_sweep import _comparable, _queue_sweep_answered_truthfully
+    from tests.agentcore.harness.test_sweep import _comparable, _queue_sweep_answered_truthfully
     cfg = config(tracker="keyless", faults=f"k:{MAX_ATTEMPTS + 1}")
     scripted = sweep([cfg], depth=depth, collect=True).records[0]
     queued, _ = _queue_sweep_answered_truthfully(cfg, depth)

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from agentcore.config import Config
 from agentcore.durable import designs
+from agentcore.harness.chunks import points, replay
 from agentcore.harness.disk import (
     BLOCK,
     MAX_STATES,
@@ -18,7 +20,7 @@ from agentcore.harness.disk import (
     WorkBudget,
     tears,
 )
-from agentcore.harness.sweep import Config, points, replay, run_steps
+from agentcore.harness.scenario import run_steps
 from agentcore.jobs import load
 
 OLD, NEW = b'{"old": 1}', b'{"new": 2}'

@@ -1,11 +1,12 @@
-"""The audit (agentcore.audit): world models as Config conditions, the job variants that stress the
-key, the judgement of a scenario, the verdicts with their first breaking world and shortest
-witness, and the CLI's formats and one-line errors."""
+"""The audit (agentcore.checker, run by agentcore.harness.audit): world models as Config conditions,
+the job variants that stress the key, the judgement of a scenario, the verdicts with their first
+breaking world and shortest witness, and the CLI's formats and one-line errors."""
 
 import pytest
 
-from agentcore import audit, jobs
-from agentcore.audit import BREAK, EXPECTED, OK, judge
+import agentcore as audit
+from agentcore import jobs
+from agentcore.checker.judge import BREAK, EXPECTED, OK, judge
 from agentcore.cli import main
 from agentcore.config import CONDITIONS, Config
 from agentcore.durable import designs

@@ -1,4 +1,4 @@
-"""A tracker that can crash (issue 12, item 3): its write-ahead log, the answer that never arrives,
+"""A tracker that can crash: its write-ahead log, the answer that never arrives,
 the sweep's rows with the fault on, the planted bug only this model catches, and twice scenarios
 started from a noted state against a full replay."""
 
@@ -10,14 +10,17 @@ import pytest
 
 from agentcore import jobs
 from agentcore.cli import main
+from agentcore.config import Config, table_configs
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError
+from agentcore.harness.chunks import Chunk, points, replay, run_chunk
 from agentcore.harness.crash import TRACKER_KINDS, Crash, CrashPlan
+from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
-from agentcore.harness.sweep import Chunk, Config, Options, play, points, replay, run_chunk, sweep, table_configs
+from agentcore.harness.sweep import sweep
 from agentcore.records import CHAPTER_COLUMNS
 from agentcore.standins.tracker import Tracker
-from tests.agentcore.test_sweep import _comparable, _queue_sweep_answered_truthfully
+from tests.agentcore.harness.test_sweep import _comparable, _queue_sweep_answered_truthfully
 
 TRIAGE = jobs.load("triage")
 ORIGIN = (0, "call_1")
