@@ -8,7 +8,8 @@ import uuid
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agentcore import CRASH_MODELS, MODELS, Job
+from agentcore import MODELS, Job
+from agentcore.config import CRASH_MODELS  # the names, in order
 from sweeps.configs import Conditions, clean_spelled
 from sweeps.forms import (
     AnswerForm,

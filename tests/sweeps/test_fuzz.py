@@ -32,7 +32,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentcore import CRASH_MODELS, DESIGNS, MODELS, MODES, Kind
+from agentcore import DESIGNS, MODELS, MODES, Kind
+from agentcore.config import CRASH_MODELS  # the names, in order
 from agentcore.standins.faults import MAX_TTL
 from sweeps.configs import Conditions, conditions_of
 from sweeps.forms import builtin_job_source

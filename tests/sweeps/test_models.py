@@ -7,7 +7,8 @@ from dataclasses import fields
 
 import pytest
 
-from agentcore import CRASH_MODELS, MODELS, Config
+from agentcore import MODELS, Config
+from agentcore.config import CRASH_MODELS  # the names, in order
 from agentcore.standins.faults import MAX_TOOL_FAILURES, MAX_TTL
 from sweeps.configs import Conditions
 from sweeps.limits import CONDITION_CHARS
