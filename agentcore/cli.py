@@ -18,12 +18,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agentcore import audit, designs, jobs, keys, report, sweep
-from agentcore.checkpoint import CheckpointError
-from agentcore.conditions import CONDITIONS, Condition
-from agentcore.jobs import JobError
+import agentcore as audit
+import agentcore as sweep
+from agentcore import CONDITIONS, MODES, CheckpointError, Condition, JobError, designs, jobs, key, report
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
-from agentcore.world import MODES
+
+SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to, unless --site says
 
 
 class Progress:
@@ -76,7 +76,7 @@ seed = whole_number(0)
 
 
 def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
-    """An argparse type: the text itself, once agentcore.faults' parser takes it."""
+    """An argparse type: the text itself, once agentcore.standins.faults' parser takes it."""
 
     def check(text: str) -> str:
         try:
@@ -135,7 +135,7 @@ def parser() -> argparse.ArgumentParser:
     for s in add_sweep_commands(sub):
         s.add_argument("--no-merge", dest="merge", action="store_false",
                        help="play every scenario, never a restart from a state played before (the same "
-                            "records, slower: agentcore.merge)")
+                            "records, slower: agentcore.harness.merge)")
     a = sub.add_parser("audit", help="every design under every world model: one verdict each")
     a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
     a.add_argument("--design", action="append", default=[], metavar="D",
@@ -148,10 +148,10 @@ def parser() -> argparse.ArgumentParser:
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
     a.add_argument("--depth", type=int, choices=audit.AUDIT_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
                    help="crash once, or once and again (default 2)")
-    a.add_argument("--format", choices=audit.FORMATS, default="text",
+    a.add_argument("--format", choices=audit.AUDIT_FORMATS, default="text",
                    help="text or json: the verdicts (a broken design's later worlds are not swept); "
                         "markdown: the table of every design under every world (every cell swept)")
-    a.add_argument("--site", default=audit.SITE, help=f"the dashboard the witness links go to (default {audit.SITE})")
+    a.add_argument("--site", default=SITE, help=f"the dashboard the witness links go to (default {SITE})")
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
     k.add_argument("call_id")
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.command == "key":
-            print(keys.key(args.run_id, args.call_id))
+            print(key(args.run_id, args.call_id))
             return 0
         if args.command == "audit":
             return _audit(args)
@@ -221,7 +221,7 @@ def _audit(args: argparse.Namespace) -> int:
     finally:
         if shown:
             shown[-1].close()
-    sys.stdout.write(audit.render(result, args.format))
+    sys.stdout.write(audit.render_audit(result, args.format))
     print(f"audit: {result.scenarios} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
     return 0
 

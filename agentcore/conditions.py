@@ -1,5 +1,5 @@
 """The conditions a sweep is swept under, each declared once: what a crash does (the crash model,
-fsync) and how the world misbehaves (agentcore.faults: the tracker, a flaky tool, the scripted person,
+fsync) and how the world misbehaves (agentcore.standins.faults: the tracker, a flaky tool, the scripted person,
 the model, and the seed of their random choices). Every default is the chapter's world.
 
 Rules:
@@ -7,7 +7,7 @@ Rules:
   configuration's field, the sweep's column, the form's field, the exports' column), its type and
   default, its title (a label, the word of its messages), its help (one line) and `explained` (each
   spelling's meaning), and how it is written: closed `choices` ((text, title) pairs; a bool's texts
-  are "on" and "off"), or open `spellings` that `parse` takes (agentcore.faults' parsers raise
+  are "on" and "off"), or open `spellings` that `parse` takes (agentcore.standins.faults' parsers raise
   ValueError listing them), with the `suggestions` a form offers.
 - Everything else is derived from the declarations: agentcore.config's Config fields, checks and
   `conditions()` words, agentcore.cli's options, and the dashboard's form fields, columns, admin,
@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from agentcore import faults
+from agentcore import crashmodels
+from agentcore.standins import faults
 
 __all__ = ["CONDITIONS", "CRASH_MODELS", "DEFAULTS", "NAMED", "Condition", "words"]
 
@@ -86,9 +87,7 @@ def _titled(titles: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 CONDITIONS: tuple[Condition, ...] = (
     Condition("crash_model", str, "panic", "crash model", "what a crash leaves of the checkpoint files", "crash",
-              choices=_titled({"panic": "panic: an exception; all the process wrote survives",
-                               "power-cut": "power-cut: only what was synced survives",
-                               "kill": "kill: SIGKILL; all the process wrote survives"}),
+              choices=_titled({m.name: m.title for m in crashmodels.CRASH_MODELS.values()}),
               says="{}", always=True),
     Condition("fsync", bool, True, "fsync", "the checkpoint store syncs its files and folder", "crash",
               choices=(("on", "on: each save syncs the file and its folder"), ("off", "off: no sync")),
@@ -124,7 +123,7 @@ CONDITIONS: tuple[Condition, ...] = (
 NAMED = {c.name: c for c in CONDITIONS}
 DEFAULTS = {c.name: c.default for c in CONDITIONS}
 CRASH_MODELS = NAMED["crash_model"].values
-assert NAMED["model"].values == faults.MODELS, "the model's titles are agentcore.faults' models, in order"
+assert NAMED["model"].values == faults.MODELS, "the model's titles are agentcore.standins.faults' models, in order"
 
 
 def words(values: Mapping[str, object]) -> str:

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import field, make_dataclass
 
 from agentcore import conditions as declared
-from agentcore import designs
-from agentcore.conditions import CRASH_MODELS
-from agentcore.designs import Design
-from agentcore.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
+from agentcore.crashmodels import NAMES as CRASH_MODELS
+from agentcore.durable import designs
+from agentcore.durable.designs import Design
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
-from agentcore.world import Tracker
+from agentcore.standins.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
+from agentcore.standins.tracker import Tracker
 
 PERSONS = ("scripted", "queue")
 # The conditions a table is swept under, with their defaults (the chapter's world): agentcore.conditions'.

@@ -5,7 +5,7 @@ Rules:
   {"op": one of OPS, "read_only", "idempotent", "sends_key", "lookup", "approval"} (flags default
   to false). `turns` is a list of replies: each but the last is {"calls": [{"id", "tool",
   "args"}]}, the last is {"final": "text"}. Call IDs are unique within the job and never contain
-  SEP, which a model's fresh provider call IDs add to the job's (agentcore.model).
+  SEP, which a model's fresh provider call IDs add to the job's (agentcore.standins.model).
 - An argument may be {"$result": CALL_ID, "field": NAME}: the model fills in that field of an
   earlier turn's result (the model cannot see a result of its own turn).
 - A declaration may not contradict its op: search is read-only, the others change the tracker;
@@ -31,7 +31,7 @@ OPS = ("create_issue", "comment", "search", "label")
 FLAGS = ("read_only", "idempotent", "sends_key", "lookup", "approval")
 MAX_BYTES = MAX_JOB_BYTES  # the name the dashboard's command reads
 BUILTIN = {"triage": "triage.json"}
-SEP = "~"  # agentcore.model: "call_1~2" is the 2nd ask's ID for call_1
+SEP = "~"  # agentcore.standins.model: "call_1~2" is the 2nd ask's ID for call_1
 
 
 class JobError(BadInput):

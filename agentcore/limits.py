@@ -14,17 +14,17 @@ MAX_JOB_BYTES = 1_000_000  # a job file's size in bytes
 MAX_NESTING = 20  # levels of JSON nesting in a job file
 MAX_CALLS = 100  # calls in one job
 
-# Sweeps (agentcore.sweep): how deep a sweep crashes, and how many job runs go in sequence.
+# Sweeps (agentcore.harness.sweep): how deep a sweep crashes, and how many job runs go in sequence.
 # 1: crash once; 2: crash once and again in the restart; 3: and in the second restart too (merged
-# equal states make it affordable: agentcore.merge). 2 is the chapter's, the default.
+# equal states make it affordable: agentcore.harness.merge). 2 is the chapter's, the default.
 SWEEP_DEPTHS = (1, 2, 3)
 MIN_SWEEP_DEPTH, MAX_SWEEP_DEPTH = SWEEP_DEPTHS[0], SWEEP_DEPTHS[-1]
 DEFAULT_SWEEP_DEPTH = 2
 MIN_RUNS, MAX_RUNS = 1, 100  # job runs in sequence against one tracker
 
-# The loop (agentcore.loop): tries of one call in one process (the fresh one and those settling it
+# The loop (agentcore.durable.loop): tries of one call in one process (the fresh one and those settling it
 # on the resolution ladder) before the process gives up on it.
 MAX_ATTEMPTS = 3
-# A scenario (agentcore.scenario): restarts after the loop gave up on one call; giving up on it once
+# A scenario (agentcore.harness.scenario): restarts after the loop gave up on one call; giving up on it once
 # more ends the scenario "failed" (a tool that never recovers).
 MAX_GIVE_UP_RESTARTS = 2

@@ -11,20 +11,20 @@ Rules:
   run); missing: calls of the job script that should have happened and whose effect never did. Both
   are counted against the job script (each changing call of each job run once), not against an
   uninterrupted run, so that a loop whose uninterrupted run is already wrong (a reused run ID)
-  shows it. A gated call the person denies (its verdict on the call: agentcore.world) should not
+  shows it. A gated call the person denies (its verdict on the call: agentcore.standins.person) should not
   happen: its absence is not missing, its effect is denied_ran (once per call; a second effect of
   it is a duplicate besides).
 - wrong: effects that exist but differ from the same job's uninterrupted, fault-free run (their
   arguments, or the results they depend on); gave_up: the times the loop gave up on a call (a
-  process stopped, or moved on, with the call kept failing: agentcore.scenario), and calls a strict
-  tracker refused (agentcore.world); denied_ran: calls a person denied that ran anyway.
+  process stopped, or moved on, with the call kept failing: agentcore.harness.scenario), and calls a strict
+  tracker refused (agentcore.standins.tracker); denied_ran: calls a person denied that ran anyway.
 - asks: "did it happen?" questions over all runs, of which `avoidable` a key or a lookup would
-  have settled (the rest were necessary: agentcore.ladder grades them); approvals: approval
+  have settled (the rest were necessary: agentcore.durable.ladder grades them); approvals: approval
   prompts (a separate count:
   they are part of the job, not a recovery cost); model_calls over all runs and calls_plus =
   model_calls - (model replies of the job) x runs.
 - status: "done" (finished), "waiting" (a question waits for a person in the dashboard's queue),
-  "failed" (a call kept failing through every restart agentcore.scenario allows). timeline and
+  "failed" (a call kept failing through every restart agentcore.harness.scenario allows). timeline and
   effects are filled when a sweep is asked for records.
 - Every field is JSON: `to_dict`/`from_dict` round-trip exactly.
 """

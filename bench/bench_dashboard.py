@@ -40,8 +40,8 @@ django.setup()
 
 from django.core.management import call_command
 
+import agentcore as agentsweep
 from agentcore import jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import selectors
 from sweeps.models import Chunk, Sweep

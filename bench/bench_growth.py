@@ -3,7 +3,7 @@
 Sweeps one configuration (default: the real loop on a keyed tracker, 2 workers) on generated jobs of
 1, 2, 4, ... turn pairs (agentcore.jobs.turn_pairs: turn A files an issue and searches, turn B
 comments on A's issue), each in a fresh `python -m agentcore sweep` process, process start
-included, and prints a Markdown table: scenarios, restarts played (the rest merged: agentcore.merge),
+included, and prints a Markdown table: scenarios, restarts played (the rest merged: agentcore.harness.merge),
 wall time, scenarios/s, and the peak resident memory of the process and its workers. `--no-merge`
 measures the sweep that plays every scenario.
 """

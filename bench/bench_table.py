@@ -17,8 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentcore import jobs  # noqa: E402
-from agentcore.sweep import sweep, table_configs  # noqa: E402
+import agentcore as sweep  # noqa: E402
+from agentcore import (
+    jobs,  # noqa: E402
+    table_configs,  # noqa: E402
+)
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """What a second worker gives the CLI; run by hand: .venv/bin/python bench/bench_workers.py.
 
 For the whole triage table (`python -m agentcore table`), the same table unmerged (`--no-merge`,
-every scenario played: the work the table was before agentcore.merge) and the 8-pair generated job
+every scenario played: the work the table was before agentcore.harness.merge) and the 8-pair generated job
 (`sweep --design loop --tracker keyed` on agentcore.jobs.turn_pairs(8), the job file that
 bench/bench_growth.py writes), each round times, in alternating order:
 - the command with --workers 1 and with --workers 2, each a fresh process (wall time, process start
@@ -41,8 +41,10 @@ TREE = [ROOT]  # the checkout whose agentcore is timed (--tree)
 # Times sweep() alone in a fresh process: argv[1] is "table" or a job file, argv[2] the workers.
 INNER = """
 import resource, sys, time
-from agentcore import designs, jobs
-from agentcore.sweep import Config, sweep, table_configs
+from agentcore import jobs
+from agentcore import designs
+from agentcore import Config, table_configs
+import agentcore as sweep
 what, workers, merge = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "merge"
 if what == "table":
     configs = table_configs(jobs.load("triage"))

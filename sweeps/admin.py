@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from agentcore.conditions import CONDITIONS
+from agentcore import CONDITIONS
 from sweeps.models import Audit, AuditUnit, Chunk, Question, Scenario, Sweep
 
 CONDITION_NAMES = tuple(c.name for c in CONDITIONS)

@@ -24,7 +24,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from agentcore.crash import Kind
+from agentcore import Kind
 
 METRIC_TITLES = {
     "duplicates": "duplicate effects",

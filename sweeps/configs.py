@@ -23,12 +23,9 @@ from typing import Any, NamedTuple
 
 from django.core.exceptions import ValidationError
 
-from agentcore import designs
-from agentcore import sweep as agentsweep
-from agentcore.conditions import CONDITIONS, NAMED, Condition
-from agentcore.jobs import BUILTIN, Job, JobError
-from agentcore.jobs import parse as parse_job
-from agentcore.world import MODES
+import agentcore as agentsweep
+from agentcore import BUILTIN, CONDITIONS, MODES, Condition, Job, JobError, designs, parse_job
+from agentcore import CONDITIONS_BY_NAME as NAMED
 from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 

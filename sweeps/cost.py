@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from django.core.exceptions import ValidationError
 
-from agentcore import sweep as agentsweep
+import agentcore as agentsweep
 
 STEP = "a step: a crash point played, a block written or a power-cut disk state looked at"
 FEWER = "ask for fewer job runs or configurations, fsync on, or a smaller job"

@@ -32,11 +32,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from agentcore.conditions import CONDITIONS
-from agentcore.config import conditions as agent_conditions
-from agentcore.records import TableRow
-from agentcore.records import columns as table_columns
-from agentcore.report import render
+from agentcore import CONDITIONS, TableRow, table_columns
+from agentcore import conditions_words as agent_conditions
+from agentcore import render_table as render
 from sweeps.configs import Conditions
 from sweeps.schema import RECORD_FIELDS, TWICE_FIELDS
 

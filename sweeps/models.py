@@ -29,8 +29,8 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 
-from agentcore.conditions import CONDITIONS, Condition
-from agentcore.config import conditions as agent_conditions
+from agentcore import CONDITIONS, Condition
+from agentcore import conditions_words as agent_conditions
 from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from agentcore import sweep as agentsweep
-from agentcore.jobs import Job, carried_bytes
+import agentcore as agentsweep
+from agentcore import Job, carried_bytes
 from sweeps import cost
 from sweeps.configs import (
     ChunkPlan,

@@ -13,11 +13,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from agentcore import audit
-from agentcore import sweep as agentsweep
-from agentcore.jobs import Job
-from agentcore.records import ScenarioRecord
-from agentcore.state import Durable
+import agentcore as agentsweep
+import agentcore as audit
+from agentcore import Durable, Job, ScenarioRecord
 from sweeps import cost
 from sweeps.configs import Conditions, agent_config, design
 from sweeps.limits import TIMELINE_STEPS, WITNESS_STEPS

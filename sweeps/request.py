@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agentcore import sweep as agentsweep
-from agentcore.jobs import Job
+import agentcore as agentsweep
+from agentcore import Job
 from sweeps import cost
 from sweeps.configs import (
     Conditions,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
-from agentcore.records import ScenarioRecord
+from agentcore import ScenarioRecord
 from sweeps.limits import JOB_NAME_CHARS, LABEL_CHARS
 
 _ALL = tuple(f.name for f in fields(ScenarioRecord))

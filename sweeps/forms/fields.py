@@ -9,7 +9,7 @@ from typing import Any
 
 from django import forms
 
-from agentcore.conditions import CONDITIONS, Condition
+from agentcore import CONDITIONS, Condition
 from sweeps.limits import CONDITION_CHARS, MAX_SEED
 
 

@@ -9,7 +9,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from agentcore.jobs import Job, JobError, parse
+from agentcore import Job, JobError
+from agentcore import parse_job as parse
 
 
 def new_request_token() -> str:

@@ -8,11 +8,9 @@ from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from agentcore import audit as _audit
-from agentcore.conditions import NAMED
-from agentcore.designs import DESIGNS
-from agentcore.jobs import BUILTIN
-from agentcore.world import MODES
+import agentcore as _audit
+from agentcore import BUILTIN, DESIGNS, MODES
+from agentcore import CONDITIONS_BY_NAME as NAMED
 from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_spelled
 from sweeps.forms.fields import launch_fields, section
 from sweeps.forms.jobfiles import checked_job, read_job_file

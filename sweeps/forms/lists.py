@@ -7,9 +7,7 @@ from typing import Any
 
 from django import forms
 
-from agentcore.crash import Kind
-from agentcore.designs import DESIGNS
-from agentcore.world import MODES
+from agentcore import DESIGNS, MODES, Kind
 from sweeps.limits import MAX_PAGE, MAX_POINT, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS

@@ -7,10 +7,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from agentcore.audit import VARIANTS
-from agentcore.conditions import CONDITIONS
-from agentcore.jobs import BUILTIN
-from agentcore.world import MODES
+from agentcore import BUILTIN, CONDITIONS, MODES, VARIANTS
 from sweeps.configs import Conditions, clean_conditions, design
 from sweeps.forms.fields import witness_fields
 from sweeps.limits import MAX_RUNS

@@ -7,10 +7,8 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from agentcore import audit as agentaudit
-from agentcore.jobs import Job
-from agentcore.jobs import parse as parse_job
-from agentcore.records import ScenarioRecord
+import agentcore as agentaudit
+from agentcore import Job, ScenarioRecord, parse_job
 from sweeps.configs import design
 from sweeps.limits import (
     RESUME_OFFER_SECONDS,

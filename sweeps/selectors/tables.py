@@ -8,8 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q, Sum
 
-from agentcore import records
-from agentcore.records import COLUMNS, DEPTH_COLUMNS, TableRow
+from agentcore import COLUMNS, DEPTH_COLUMNS, TableRow, records
 from sweeps import pagecache
 from sweeps.limits import (
     COMPARE_CHOICES,

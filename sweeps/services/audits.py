@@ -35,10 +35,8 @@ from django.db import transaction
 from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
-from agentcore import audit as agentaudit
-from agentcore.jobs import JobError
-from agentcore.jobs import parse as parse_job
-from agentcore.world import MODES
+import agentcore as agentaudit
+from agentcore import MODES, JobError, parse_job
 from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
 from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from agentcore import sweep as agentsweep
+import agentcore as agentsweep
 from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS, KEY_CHARS, KIND_CHARS, LABEL_CHARS, MAX_CHUNK_ATTEMPTS, QID_CHARS
 from sweeps.models import Chunk, Question, Scenario, Sweep, take

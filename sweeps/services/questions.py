@@ -7,8 +7,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from agentcore import sweep as agentsweep
-from agentcore.checkpoint import CheckpointError
+import agentcore as agentsweep
+from agentcore import CheckpointError
 from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS
 from sweeps.models import Question, Scenario, Sweep, take

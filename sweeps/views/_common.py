@@ -23,8 +23,8 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from agentcore.records import COLUMNS
-from agentcore.report import TITLES
+from agentcore import COLUMNS
+from agentcore import TABLE_TITLES as TITLES
 from sweeps import roles, selectors
 from sweeps.forms.lists import (
     BackForm,

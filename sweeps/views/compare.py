@@ -11,8 +11,7 @@ from django.http import (
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from agentcore.conditions import CONDITIONS
-from agentcore.records import COLUMNS
+from agentcore import COLUMNS, CONDITIONS
 from sweeps import exports, selectors
 from sweeps.configs import conditions_of
 from sweeps.forms.lists import (

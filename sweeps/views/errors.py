@@ -24,8 +24,7 @@ from django.db import DatabaseError
 from django.http import HttpRequest
 from kombu.exceptions import OperationalError as BrokerError
 
-from agentcore.checkpoint import CheckpointError
-from agentcore.jobs import JobError
+from agentcore import CheckpointError, JobError
 from sweeps import diskfull
 from sweeps.forms.jobfiles import printable
 

@@ -18,7 +18,7 @@ from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from agentcore.records import COLUMNS, DEPTH_COLUMNS
+from agentcore import COLUMNS, DEPTH_COLUMNS
 from sweeps import limits, roles, selectors
 from sweeps.forms.lists import (
     SweepNotesForm,

@@ -4,9 +4,9 @@ and a bad input is still a ValueError."""
 from __future__ import annotations
 
 import pytest
-
 from agentcore.checkpoint import CheckpointError
 from agentcore.disk import OverBudget, WorkBudget
+
 from agentcore.errors import AgentcoreError, BadInput, ConfigError
 from agentcore.jobs import JobError, parse
 

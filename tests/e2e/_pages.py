@@ -3,8 +3,8 @@ workers, what Plotly drew, and the page's script errors."""
 
 from __future__ import annotations
 
+import agentcore as agentsweep
 from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps.models import Sweep
 from sweeps.services import launch

@@ -20,9 +20,9 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
+import agentcore as agentsweep
 from agentcore import jobs
-from agentcore import sweep as agentsweep
-from agentcore.report import render
+from agentcore import render_table as render
 from sweeps import exports
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import timelines

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from agentcore.records import COLUMNS
+from agentcore import COLUMNS
 from sweeps import configs as sweep_configs
 from sweeps import exports
 from sweeps.models import Scenario

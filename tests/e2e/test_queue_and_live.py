@@ -14,8 +14,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
+import agentcore as agentsweep
 from agentcore import jobs
-from agentcore import sweep as agentsweep
 from sweeps.models import Chunk, Question, Sweep
 from tests.sweeps._web import member
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentcore.sweep import TABLE
+from agentcore import TABLE
 from sweeps.configs import builtin_job_source
 from sweeps.models import Chunk, Question, Scenario, Sweep
 

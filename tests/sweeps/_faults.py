@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+import agentcore as agentsweep
 from agentcore import jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps.limits import PRIORITIES
 from sweeps.workqueue import workers as sweepworkers

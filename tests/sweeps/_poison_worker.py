@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from agentcore import sweep as agentsweep
+import agentcore as agentsweep
 
 _play_chunk = agentsweep.run_chunk
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.urls import resolve, reverse
 
-from agentcore import sweep as agentsweep
+import agentcore as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Sweep

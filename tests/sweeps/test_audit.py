@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from agentcore import audit as agentaudit
+import agentcore as agentaudit
 from agentcore import designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors, tasks

@@ -7,9 +7,8 @@ import json
 import plotly.graph_objects as go
 import pytest
 
-from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
-from agentcore.crash import Kind
+import agentcore as agentsweep
+from agentcore import Kind, designs, jobs
 from sweeps import charts, selectors, swimlanes
 
 NAMES = ["save once per turn", "keys and markers"]

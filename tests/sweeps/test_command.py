@@ -178,8 +178,8 @@ def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothin
 
 @pytest.mark.django_db
 def test_depth_3_prints_agentcore_s_table_with_its_thrice_column(inline_workers):
+    import agentcore as agentsweep
     from agentcore import designs, jobs
-    from agentcore import sweep as agentsweep
 
     out = io.StringIO()
     call_command("sweep", "sweep", "--design", "once-per-turn", "--tracker", "keyed", "--depth", "3", "--format",

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from agentcore.records import COLUMNS, TableRow
-from agentcore.report import render
+from agentcore import COLUMNS, TableRow
+from agentcore import render_table as render
 from sweeps import exports, selectors
 from sweeps.configs import Conditions
 from sweeps.models import Sweep

@@ -8,9 +8,8 @@ import uuid
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agentcore.config import CRASH_MODELS
-from agentcore.faults import MODELS
-from agentcore.jobs import Job
+from agentcore import MODELS, Job
+from agentcore.config import CRASH_MODELS  # the names, in order
 from sweeps.configs import Conditions, builtin_job_source, clean_spelled
 from sweeps.forms.launch import LaunchForm
 from sweeps.forms.lists import AnswerForm, HeatmapForm, QuestionListForm, ScenarioFilterForm

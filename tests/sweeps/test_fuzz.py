@@ -32,11 +32,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentcore.config import CRASH_MODELS
-from agentcore.crash import Kind
-from agentcore.designs import DESIGNS
-from agentcore.faults import MAX_TTL, MODELS
-from agentcore.world import MODES
+from agentcore import DESIGNS, MODELS, MODES, Kind
+from agentcore.config import CRASH_MODELS  # the names, in order
+from agentcore.standins.faults import MAX_TTL
 from sweeps.configs import Conditions, builtin_job_source, conditions_of
 from sweeps.limits import MAX_SEED
 from sweeps.models import Chunk, Question, Scenario, Sweep

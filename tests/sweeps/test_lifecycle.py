@@ -15,8 +15,8 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
+import agentcore as agentsweep
 from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import limits, selectors
 from sweeps import plan as planning

@@ -7,8 +7,9 @@ from dataclasses import fields
 
 import pytest
 
-from agentcore.config import CRASH_MODELS, Config
-from agentcore.faults import MAX_TOOL_FAILURES, MAX_TTL, MODELS
+from agentcore import MODELS, Config
+from agentcore.config import CRASH_MODELS  # the names, in order
+from agentcore.standins.faults import MAX_TOOL_FAILURES, MAX_TTL
 from sweeps.configs import Conditions
 from sweeps.limits import CONDITION_CHARS
 from sweeps.models import Question, Scenario, Sweep

@@ -11,7 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from agentcore.records import COLUMNS, ScenarioRecord, TableRow, table_row
+from agentcore import COLUMNS, ScenarioRecord, TableRow
+from agentcore.records import table_row
 from sweeps import selectors
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from tests.sweeps import _data

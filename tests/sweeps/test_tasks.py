@@ -11,8 +11,8 @@ import pytest
 import redis
 from django.db import connection
 
+import agentcore as agentsweep
 from agentcore import designs, jobs, report
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import schema, selectors, tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep

@@ -12,8 +12,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from django.test import Client
 
-from agentcore import audit, designs, jobs
-from agentcore.sweep import Config, replay
+import agentcore as audit
+from agentcore import Config, designs, jobs, replay
 from sweeps import limits
 from sweeps import replay as replay_module
 from sweeps.services import audits

@@ -17,9 +17,9 @@ from django.db import DatabaseError
 from django.urls import reverse
 from kombu.exceptions import KombuError
 
-from agentcore import audit as agentaudit
+import agentcore as agentaudit
+from agentcore import MODES
 from agentcore import designs as agentdesigns
-from agentcore.world import MODES
 from sweeps import selectors
 from sweeps.limits import STALL_SECONDS
 from sweeps.management.commands.sweep import Command as SweepCommand

@@ -29,8 +29,7 @@ from django.db import DatabaseError
 from kombu.exceptions import KombuError
 from tqdm import tqdm
 
-from agentcore import jobs, report
-from agentcore.checkpoint import CheckpointError
+from agentcore import CheckpointError, jobs, report
 from agentcore.cli import add_sweep_commands
 from sweeps import configs, diskfull, replay, selectors
 from sweeps.limits import STALL_SECONDS

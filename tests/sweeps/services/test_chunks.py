@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
+import agentcore as agentsweep
 from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import limits, schema
 from sweeps.models import Chunk, Scenario, Sweep

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
+import agentcore as agentsweep
 from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps.models import Chunk, Sweep
 from sweeps.services import launch

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from django.contrib.auth import get_user_model
 
-from agentcore import sweep as agentsweep
+import agentcore as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep

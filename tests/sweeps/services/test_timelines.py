@@ -7,9 +7,8 @@ import dataclasses
 
 import pytest
 
-from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
-from agentcore.checkpoint import CheckpointError
+import agentcore as agentsweep
+from agentcore import CheckpointError, designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, questions, timelines

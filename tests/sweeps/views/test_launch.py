@@ -13,8 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from kombu.exceptions import OperationalError
 
-from agentcore.designs import DESIGNS
-from agentcore.world import MODES
+from agentcore import DESIGNS, MODES
 from sweeps import limits
 from sweeps.configs import Conditions, builtin_job_source, conditions_of
 from sweeps.models import Chunk, Sweep

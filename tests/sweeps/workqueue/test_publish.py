@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+import agentcore as agentsweep
 from agentcore import designs, jobs
-from agentcore import sweep as agentsweep
 from sweeps import configs as sweep_configs
 from sweeps import limits, schema, tasks
 from sweeps.models import Chunk, Scenario, Sweep
