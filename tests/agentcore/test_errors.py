@@ -4,10 +4,10 @@ and a bad input is still a ValueError."""
 from __future__ import annotations
 
 import pytest
-from agentcore.checkpoint import CheckpointError
-from agentcore.disk import OverBudget, WorkBudget
 
+from agentcore.durable.checkpoint import CheckpointError
 from agentcore.errors import AgentcoreError, BadInput, ConfigError
+from agentcore.harness.disk import OverBudget, WorkBudget
 from agentcore.jobs import JobError, parse
 
 
