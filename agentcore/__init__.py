@@ -40,6 +40,7 @@ from agentcore.conditions import DEFAULTS as CONDITION_DEFAULTS
 from agentcore.conditions import NAMED as CONDITIONS_BY_NAME
 from agentcore.config import PERSONS, TABLE, Config, config_name, table_configs
 from agentcore.config import conditions as conditions_words
+from agentcore.crash import Crash, CrashPlan, Kind
 from agentcore.crashmodels import CRASH_MODELS, CrashModel
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
@@ -47,7 +48,6 @@ from agentcore.durable.designs import DESIGNS, Design
 from agentcore.durable.keys import key, new_run_id
 from agentcore.harness.audit import AUDIT_DEPTHS, audit, shortest, sweep_unit, unit_configs
 from agentcore.harness.chunks import Chunk, ChunkResult, Resumed, play_from_note, points, replay, resume, run_chunk
-from agentcore.harness.crash import Crash, CrashPlan, Kind
 from agentcore.harness.disk import OverBudget, WorkBudget
 from agentcore.harness.scenario import Options, Played, play, run_steps
 from agentcore.harness.state import Durable

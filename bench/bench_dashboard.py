@@ -111,7 +111,8 @@ def cli_once(workers: int) -> float:
     return time.perf_counter() - t0
 
 
-SWEEP_ONCE = ("import time; from agentcore import jobs, sweep as s; c = s.table_configs(jobs.load('triage')); "
+SWEEP_ONCE = ("import time; import agentcore as s; from agentcore import jobs; "
+              "c = s.table_configs(jobs.load('triage')); "
               "t = time.perf_counter(); s.sweep(c); print(time.perf_counter() - t)")
 
 

@@ -51,9 +51,10 @@ def _load(runs: int) -> tuple[int, str]:
     from django.contrib.sessions.backends.db import SessionStore
     from django.core.management import call_command
 
-    from sweeps import configs, workers
+    from sweeps import configs
     from sweeps.models import Export, Sweep
     from sweeps.services import launch
+    from sweeps.workqueue import workers
 
     call_command("migrate", "--noinput", verbosity=0)
     sweep = Sweep.objects.filter(runs=runs, status=Sweep.Status.DONE, job_name="triage").first()

@@ -25,9 +25,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agentcore.crash import CrashPoints, Hook, Kind, no_crash
 from agentcore.errors import AgentcoreError
-from agentcore.harness.crash import Hook, Kind, no_crash
-from agentcore.harness.disk import MemoryFiles
 
 if TYPE_CHECKING:
     from agentcore.durable.designs import Design
@@ -69,8 +68,8 @@ class Files(Protocol):
         """A save starts (a simulated disk tells the save's crash points apart from the others)."""
 
 
-class OsFiles:
-    """Real files. The sweep's panic points apply (`version`, `crash_states`), as for MemoryFiles."""
+class OsFiles(CrashPoints):
+    """Real files, with the panic points of agentcore.crash.CrashPoints (as the simulated disks)."""
 
     __slots__ = ("version", "offered", "in_save")
 
@@ -116,9 +115,6 @@ class OsFiles:
 
     def sync_dir(self, path: str) -> None:
         _fsync(os.path.dirname(os.path.abspath(path)))
-
-    begin_save = MemoryFiles.begin_save
-    crash_states = MemoryFiles.crash_states
 
 
 def _fsync(path: str) -> None:

@@ -38,11 +38,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentcore.crash import Hook, Kind
 from agentcore.durable import ladder
 from agentcore.durable.checkpoint import Store
 from agentcore.durable.designs import Design
 from agentcore.durable.keys import key
-from agentcore.harness.crash import Hook, Kind
 from agentcore.jobs import Call, Job, Tool
 from agentcore.limits import MAX_ATTEMPTS
 from agentcore.standins.model import ScriptedModel

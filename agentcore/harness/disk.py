@@ -49,14 +49,13 @@ import zlib
 from collections.abc import Iterable
 from itertools import product
 
+from agentcore.crash import CrashPoints, State
 from agentcore.errors import AgentcoreError
 
 BLOCK = 512
 MAX_STATES = 8
 MAX_TEARS = 4
 
-State = dict[str, bytes]  # path -> content: the files a crash leaves
-AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
 
 
 class OverBudget(AgentcoreError):
@@ -89,7 +88,7 @@ def ram_dir() -> str | None:
     return d if os.path.isdir(d) and os.access(d, os.W_OK) else None
 
 
-class MemoryFiles:
+class MemoryFiles(CrashPoints):
     """Files as a dict of path to bytes: the page cache, which a process crash leaves alone.
 
     `version` counts the changes, so that a crash point can tell that a file operation (an fsync)
@@ -129,16 +128,6 @@ class MemoryFiles:
 
     def sync_dir(self, path: str) -> None:
         """fsync of the folder: nothing to do in the page cache."""
-
-    def begin_save(self) -> None:
-        self.in_save = False
-
-    def crash_states(self, file_op: bool) -> list[tuple[str, State | None]]:
-        """What a crash here may leave, as (description, files); None: the files as they are."""
-        if file_op and self.in_save and self.version == self.offered:
-            return []
-        self.offered, self.in_save = self.version, file_op
-        return AS_IS
 
     def reset(self, files: State) -> None:
         """The disk after a crash that left `files`."""

@@ -50,12 +50,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from agentcore.checker.effects import Truth, fault_free
+from agentcore.crash import AS_IS, FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan, State
 from agentcore.crashmodels import CRASH_MODELS
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.durable.loop import Loop, ToolGaveUp
 from agentcore.harness import kill
-from agentcore.harness.crash import FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan
-from agentcore.harness.disk import AS_IS, State, WorkBudget
+from agentcore.harness.disk import WorkBudget
 from agentcore.harness.files import Folder, lay_out, scenario_disk
 from agentcore.harness.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.harness.trackerfault import Relay

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentcore.harness.crash import TRACKER_KINDS, Crash, Hook
+from agentcore.crash import TRACKER_KINDS, Crash, Hook
 from agentcore.standins.tools import ToolFailed
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from agentcore.harness.crash import Hook
+from agentcore.crash import Hook
 from agentcore.jobs import Job, Tool
 from agentcore.standins.model import job_origin
 from agentcore.standins.tracker import Origin, Tracker

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from agentcore.harness.crash import Hook, Kind
+from agentcore.crash import Hook, Kind
 from agentcore.standins.faults import tracker_fault
 from agentcore.standins.model import job_origin
 

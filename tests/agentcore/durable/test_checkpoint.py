@@ -2,8 +2,9 @@ import os
 
 import pytest
 
-from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, MemoryFiles
-from agentcore.harness.crash import Crash, CrashPlan, Kind
+from agentcore.crash import Crash, CrashPlan, Kind
+from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
+from agentcore.harness.disk import MemoryFiles
 
 STATE = {"run_id": "run-1", "done": False, "turns": []}
 

@@ -4,10 +4,10 @@ import pytest
 
 from agentcore import jobs
 from agentcore.config import Config
+from agentcore.crash import Crash, CrashPlan
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.durable.loop import Loop
-from agentcore.harness.crash import Crash, CrashPlan
 from agentcore.harness.scenario import Options, play
 from agentcore.standins.model import ScriptedModel
 from agentcore.standins.person import ScriptedPerson

@@ -11,10 +11,10 @@ import pytest
 from agentcore import jobs
 from agentcore.cli import main
 from agentcore.config import Config, table_configs
+from agentcore.crash import TRACKER_KINDS, Crash, CrashPlan
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError
 from agentcore.harness.chunks import Chunk, points, replay, run_chunk
-from agentcore.harness.crash import TRACKER_KINDS, Crash, CrashPlan
 from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
 from agentcore.harness.sweep import sweep

@@ -5,10 +5,10 @@ per turn worse, and the planted bug `reask_open_turn` caught where it should be.
 import pytest
 
 from agentcore.config import Config, table_configs
+from agentcore.crash import CrashPlan
 from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError
 from agentcore.harness.chunks import Chunk, points, run_chunk
-from agentcore.harness.crash import CrashPlan
 from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
 from agentcore.harness.sweep import sweep

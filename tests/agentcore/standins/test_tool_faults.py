@@ -10,9 +10,9 @@ import pytest
 from agentcore import jobs
 from agentcore.cli import main
 from agentcore.config import Config
+from agentcore.crash import TRACKER_KINDS, CrashPlan
 from agentcore.durable import designs
 from agentcore.harness.chunks import Chunk, points, run_chunk
-from agentcore.harness.crash import TRACKER_KINDS, CrashPlan
 from agentcore.harness.scenario import Options, play
 from agentcore.harness.state import Durable, World
 from agentcore.harness.sweep import sweep

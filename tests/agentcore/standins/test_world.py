@@ -1,6 +1,6 @@
 import pytest
 
-from agentcore.harness.crash import CrashPlan
+from agentcore.crash import CrashPlan
 from agentcore.jobs import Call, load
 from agentcore.standins.person import QueuePerson, ScriptedPerson, Suspended
 from agentcore.standins.tools import ToolFailed, ToolServer

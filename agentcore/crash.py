@@ -7,6 +7,9 @@ panic or a kill). The harness throws away everything the crashed run held in mem
 new run object from the checkpoint file and the surviving stand-ins. A crash at one of the tracker's
 own points (`TRACKER_KINDS`, fired only by a tracker that can crash) is the tracker's instead: the
 process goes on (agentcore.harness.trackerfault).
+A files store (agentcore.harness.disk's, the checkpoint's real files) offers the panic points of its
+file operations through `CrashPoints`: one state, the files as they are, at each point that changed
+something since the last (a file operation that changed nothing offers none).
 """
 
 from __future__ import annotations
@@ -89,3 +92,28 @@ class CrashPlan:
             self.on_point()
         if self.count == self.crash_at:
             raise Crash(self.count, kind, detail)
+
+
+State = dict[str, bytes]  # path -> content: the files a crash leaves
+AS_IS: list[tuple[str, State | None]] = [("", None)]  # one state: the files as they are (never changed)
+
+
+class CrashPoints:
+    """The panic points of a files store: its `version` counts its changes, `offered` is the version
+    the last crash point offered, `in_save` whether that point was a file operation of the save under
+    way (the store declares the three in its slots)."""
+
+    __slots__ = ()
+    version: int
+    offered: int
+    in_save: bool
+
+    def begin_save(self) -> None:
+        self.in_save = False
+
+    def crash_states(self, file_op: bool) -> list[tuple[str, State | None]]:
+        """What a crash here may leave, as (description, files); None: the files as they are."""
+        if file_op and self.in_save and self.version == self.offered:
+            return []
+        self.offered, self.in_save = self.version, file_op
+        return AS_IS
