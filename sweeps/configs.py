@@ -4,7 +4,7 @@ Pure: reads and writes nothing in the database.
 
 Rules:
 - Every check raises django's ValidationError with a message fit for a form or a command line; the
-  bounds are sweeps.limits'. A fault is checked by agentcore.faults' parser (its message lists the
+  bounds are sweeps.limits'. A fault is checked by agentcore.standins.faults' parser (its message lists the
   spellings) and stored as written: plain ASCII, at most CONDITION_CHARS characters.
 - `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
   uninterrupted run): launching stores it, the planned size counts it (both within a bound of
@@ -68,7 +68,7 @@ def design(name: str) -> designs.Design:
 # What a crash does to the world a sweep runs in, and how that world misbehaves: a value per
 # agentcore.conditions declaration (agentcore.config.Config's fields of those names, in their order).
 Conditions = namedtuple("Conditions", [c.name for c in CONDITIONS], defaults=[c.default for c in CONDITIONS])
-# The conditions agentcore.faults spells: their words (in messages), parsers and spellings.
+# The conditions agentcore.standins.faults spells: their words (in messages), parsers and spellings.
 SPELLED = {c.name: (c.title, c.parse, c.spellings) for c in CONDITIONS if c.spellings}
 
 
@@ -124,7 +124,7 @@ def clean_configs(configs: Any) -> list[dict[str, str]]:
 
 def clean_spelled(name: str, value: Any) -> str:
     """One of SPELLED's conditions as written, in plain ASCII and at most CONDITION_CHARS characters,
-    once agentcore.faults' parser takes it (its message when it does not: "unknown tool faults 'x'
+    once agentcore.standins.faults' parser takes it (its message when it does not: "unknown tool faults 'x'
     (choose from first, k:N, always)"). Raises ValidationError."""
     what, parse, spellings = SPELLED[name]
     # Before the parser: it takes other scripts' digits ("ttl:٥"), which no page should show as a spelling.
@@ -229,7 +229,7 @@ def truthful_configs(job: Job, clean: list[dict[str, str]], runs: int,
 def chunk_plan(job_source: Any, configs: Any, depth: Any, runs: Any, person: Any, source_name: str,
                conditions: Conditions, budget: agentsweep.WorkBudget | None = None) -> ChunkPlan:
     """Validate a sweep's settings and plan its chunks (every configuration under `conditions`),
-    the plays charged to `budget` (agentcore.disk.WorkBudget). Raises ValidationError."""
+    the plays charged to `budget` (agentcore.harness.disk.WorkBudget). Raises ValidationError."""
     job, clean, cfgs = planned_configs(job_source, configs, depth, runs, person, source_name, conditions)
     return plan_chunks(job, conditions, clean, cfgs, budget)
 

@@ -1,13 +1,13 @@
 """What a request that plays scenarios costs, known before it starts, and its refusal past a bound.
 
 Rules:
-- Work is counted in agentcore's steps (agentcore.disk: a crash point played, a block written, a
+- Work is counted in agentcore's steps (agentcore.harness.disk: a crash point played, a block written, a
   disk state a power cut may leave looked at). A play of a configuration costs about what its
-  uninterrupted run costs: `agentcore.sweep.run_steps` counts that without listing the power-cut
+  uninterrupted run costs: `agentcore.harness.scenario.run_steps` counts that without listing the power-cut
   states (as cheap as a panic run), and stops once the count alone is over what the bound allows:
   an over-bound request is refused having counted no more than the bound, its power-cut states
   almost free (the 10-run power-cut witness without fsync: 0.01 s).
-- A play's truth (agentcore.effects: the run its effects are checked against, a panic run of the
+- A play's truth (agentcore.checker.effects: the run its effects are checked against, a panic run of the
   sound design, kept per process) is counted as one more play of the run; it is not charged.
 - Every play a request makes after its estimate is charged to one WorkBudget of the same bound
   (`bounded`): an estimate that was wrong stops the work at the bound with the same refusal.

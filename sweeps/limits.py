@@ -54,7 +54,7 @@ ERROR_CHARS = 2000
 REQUEST_TOKEN_CHARS = 64
 # A lease holder's name: the worker's host name and process ID (workqueue/leases.py).
 LEASE_HOLDER_CHARS = 200
-# A sweep's crash model and each of the world's faults as spelled (agentcore.faults: "ttl:10000",
+# A sweep's crash model and each of the world's faults as spelled (agentcore.standins.faults: "ttl:10000",
 # "deny:0.125"; a longer spelling is refused, not cut).
 CONDITION_CHARS = 20
 MAX_SEED = 2**31 - 1  # what every database's integer column takes

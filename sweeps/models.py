@@ -250,10 +250,11 @@ class Question(models.Model):
 
 
 class Audit(models.Model):
-    """An audit (agentcore.audit) of a job: every selected design x tracker mode under every selected world model, at
-    depth 2 with agentcore.audit.RUNS job runs, on the job and its variants. Its units hold only counts and witness
-    candidates; "done" is a fact of the database (every unit stored), and the verdicts (with each broken subject's
-    witness, replayed once) are cached by its finish."""
+    """An audit (agentcore.harness.audit) of a job: every selected design x tracker mode under every
+    selected world model, at depth 2 with agentcore.checker.worlds.RUNS job runs, on the job and its
+    variants. Its units hold only counts and witness candidates; "done" is a fact of the database
+    (every unit stored), and the verdicts (with each broken subject's witness, replayed once) are
+    cached by its finish."""
 
     class Status(models.TextChoices):
         RUNNING = "running"
@@ -270,7 +271,7 @@ class Audit(models.Model):
     job_source = models.TextField(help_text="the job file's JSON text")
     designs = models.JSONField(help_text="design names, in the order of the verdicts")
     trackers = models.JSONField(help_text="tracker modes")
-    worlds = models.JSONField(help_text="world model names, in agentcore.audit.WORLDS' order")
+    worlds = models.JSONField(help_text="world model names, in agentcore.checker.worlds.WORLDS' order")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
     error = models.TextField(blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -287,8 +288,9 @@ class Audit(models.Model):
 
 
 class AuditUnit(models.Model):
-    """One (world, design, tracker mode) of an audit over every variant: agentcore.audit.sweep_unit's Cell, stored
-    once (`stored` false -> true by a conditional UPDATE), never its scenarios."""
+    """One (world, design, tracker mode) of an audit over every variant:
+    agentcore.harness.audit.sweep_unit's Cell, stored once (`stored` false -> true by a conditional
+    UPDATE), never its scenarios."""
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="units")
     world = models.CharField(max_length=40)
@@ -301,7 +303,7 @@ class AuditUnit(models.Model):
     expected = models.PositiveIntegerField(default=0)
     breaks = models.PositiveIntegerField(default=0)
     skipped = models.CharField(max_length=200, blank=True, help_text="why it was not swept")
-    # At most agentcore.audit.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
+    # At most agentcore.checker.judge.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
     candidates = models.JSONField(default=list, blank=True)
     stored_at = models.DateTimeField(null=True, blank=True)
     # Its lease and its current message, as a chunk's (services/leases.py, services/messages.py).

@@ -102,7 +102,7 @@ def _total(n: int, samples: int, count: Callable[[int], tuple[int, ...]]) -> tup
 def _thrice_points(cfg: agentsweep.Config, first: int, samples: int, work: agentsweep.WorkBudget) -> tuple[int, int]:
     """After a crash at `first`: the restart's points (the chunk's twice scenarios) and the points
     the restart after a second crash reaches, summed over them (its thrice scenarios), from
-    `samples` of the second points, as agentcore.chunks.run_chunk plays them (from the state noted
+    `samples` of the second points, as agentcore.harness.chunks.run_chunk plays them (from the state noted
     at the second point, or in full where the tracker crashes there)."""
     once = agentsweep.play(cfg, (first,), agentsweep.Options(points=True, notes=True, budget=work))
     if once.restarts is None:

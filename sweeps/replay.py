@@ -89,7 +89,7 @@ def witness_cost(cfg: agentsweep.Config, second: int | None) -> int:
 
 def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs: int, first: int,
                    second: int | None, conditions: Conditions) -> tuple[agentsweep.Config, agentsweep.Played]:
-    """One scenario of the audit (agentcore.audit), played again with its timeline: the job or its
+    """One scenario of the audit (agentcore.harness.audit), played again with its timeline: the job or its
     variant, crashed at `first` and, in a twice scenario, at `second` of the restart. Raises
     ValueError for a variant the job cannot have or a crash point the scenario never reaches, and
     TooCostly for one over WITNESS_STEPS (before it starts, or where the estimate was wrong when

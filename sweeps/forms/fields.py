@@ -36,7 +36,7 @@ def _cleaner(name: str) -> Callable[[Any], str]:
 
 def launch_fields() -> dict[str, Any]:
     """The launch form's condition fields in CONDITIONS' order, and each open spelling's clean_NAME
-    method (the form's `_clean_fault`: agentcore.faults' parser, sweeps.configs' message)."""
+    method (the form's `_clean_fault`: agentcore.standins.faults' parser, sweeps.configs' message)."""
     fields: dict[str, Any] = {c.name: launch_field(c) for c in CONDITIONS}
     fields |= {f"clean_{c.name}": _cleaner(c.name) for c in CONDITIONS if c.parse is not None and not c.choices}
     return fields

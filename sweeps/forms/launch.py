@@ -75,7 +75,7 @@ class LaunchForm(forms.Form):
         return [(self[name], NAMED[name].suggestions) for name in self.WORLD]
 
     def _clean_fault(self, name: str) -> str:
-        """A fault as written, once agentcore.faults' parser takes it (sweeps.configs' check and message)."""
+        """A fault as written, once agentcore.standins.faults' parser takes it (sweeps.configs' check and message)."""
         try:
             return clean_spelled(name, self.cleaned_data.get(name))
         except ValidationError as e:
@@ -133,7 +133,7 @@ class LaunchForm(forms.Form):
 
 
 class AuditForm(forms.Form):
-    """Launch an audit (agentcore.audit): a built-in job or an uploaded one, designs, tracker modes
+    """Launch an audit (agentcore.harness.audit): a built-in job or an uploaded one, designs, tracker modes
     and world models (default: all of them). The service checks the choices again."""
 
     job = forms.ChoiceField(choices=[(name, f"built-in: {name}") for name in BUILTIN], initial="triage",

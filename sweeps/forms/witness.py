@@ -1,4 +1,4 @@
-"""One scenario of the audit, as its witness link names it (agentcore.audit.link's parameters)."""
+"""One scenario of the audit, as its witness link names it (agentcore.checker.witness.link's parameters)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sweeps.limits import MAX_RUNS
 
 
 class WitnessForm(forms.Form):
-    """One scenario of the audit (agentcore.audit.link's parameters): a built-in job or the job of the
+    """One scenario of the audit (agentcore.checker.witness.link's parameters): a built-in job or the job of the
     dashboard's audit `audit`, or one of its variants, a design (with planted bugs,
     "loop+reuse_run_id"), a tracker mode, job runs, the crash points, and the world's conditions
     (the command line's spellings; fsync on or off)."""

@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                 ('job_source', models.TextField(help_text="the job file's JSON text")),
                 ('designs', models.JSONField(help_text='design names, in the order of the verdicts')),
                 ('trackers', models.JSONField(help_text='tracker modes')),
-                ('worlds', models.JSONField(help_text="world model names, in agentcore.audit.WORLDS' order")),
+                ('worlds', models.JSONField(help_text="world model names, in agentcore.checker.worlds.WORLDS' order")),
                 ('status', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], db_index=True, default='running', max_length=10)),
                 ('error', models.TextField(blank=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),

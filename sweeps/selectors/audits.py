@@ -23,7 +23,7 @@ def _cell(u: AuditUnit) -> agentaudit.Cell:
 
 
 def audit_subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]:
-    """The audit's stored units as agentcore.audit Subjects (cells by world, first breaking world),
+    """The audit's stored units as agentcore.checker.judge Subjects (cells by world, first breaking world),
     in the order of its designs and tracker modes; no witness."""
     by = {(u.design, u.tracker, u.world): u for u in units}
     out = []
@@ -54,7 +54,7 @@ def audit_job(audit_id: int) -> Job:
 
 def audit_report(audit_id: int) -> dict[str, Any]:
     """An audit's page: progress, the design x world table (the CLI's Markdown cells) and one verdict
-    line per (design, tracker mode) as agentcore.audit.verdict prints it, with its witness."""
+    line per (design, tracker mode) as agentcore.checker.render.verdict prints it, with its witness."""
     a = Audit.objects.get(pk=audit_id)
     units = list(a.units.all())
     subs = audit_subjects(a, units)

@@ -1,9 +1,10 @@
-"""The dashboard's audit (agentcore.audit): launching one, running its units, finishing, recovering.
+"""The dashboard's audit (agentcore.harness.audit): launching one, running its units, finishing, recovering.
 
 Rules:
-- The judging, counting and witness choice are agentcore.audit's (sweep_unit, tally, shortest,
-  verdict, link): this module only stores and reads them. Every cell is swept (the CLI's
-  `every=True`), so the verdicts equal the CLI's and the table is whole.
+- The judging, counting and witness choice are agentcore's (harness.audit's sweep_unit and
+  shortest, checker.judge.tally, checker.render.verdict, checker.witness.link): this module only
+  stores and reads them. Every cell is swept (the CLI's `every=True`), so the verdicts equal the
+  CLI's and the table is whole.
 - A unit (one world, design, tracker mode over every variant) is claimed (an attempt counted) by a
   conditional UPDATE of an unstored unit and stored by a conditional UPDATE `... WHERE stored = false`:
   a redelivered or raced unit stores once, a stored one is a no-op. Work happens outside transactions.

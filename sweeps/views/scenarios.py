@@ -1,5 +1,5 @@
 """Heatmaps, the scenario list, a scenario's timeline, and an audit's witness scenario (played
-again from its parameters: agentcore.audit links to it)."""
+again from its parameters: agentcore.checker.witness.link links to it)."""
 
 from __future__ import annotations
 
@@ -198,7 +198,7 @@ def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, An
 @require_safe
 @viewer_access
 def witness(request: HttpRequest) -> HttpResponse:
-    """One scenario of `python -m agentcore audit` (agentcore.audit.link's parameters), played again
+    """One scenario of `python -m agentcore audit` (agentcore.checker.witness.link's parameters), played again
     with agentcore: sweeps are deterministic, so nothing needs to be stored to show it."""
     form = WitnessForm(request.GET)
     if not form.is_valid():

@@ -118,7 +118,7 @@ def audit_unit_ids_of(name: str, args: Sequence[Any], kwargs: dict[str, Any]) ->
 
 def chunk_cost(depth: int, npoints: int, first: int, second_from: int = 0, second_to: int = 0) -> int:
     """A chunk's estimated work: the rows it stores (storing them is most of a worker's time; with
-    agentcore.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
+    agentcore.harness.merge, playing is mostly each worker's first chunks). At depth 2, a twice scenario per
     point of its restart, which reaches about the points from `first` on of the uninterrupted run's
     `npoints` (the weight the sweep page's ETA gives a chunk, selectors.progress._eta); at depth 3, as many
     thrice scenarios for each of those, about its square; at depth 1, its once scenario. A later

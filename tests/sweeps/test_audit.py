@@ -1,4 +1,4 @@
-"""The dashboard's audit: its counts and verdicts are agentcore.audit's (real Celery workers on
+"""The dashboard's audit: its counts and verdicts are agentcore.harness.audit's (real Celery workers on
 PostgreSQL and Redis), a unit is stored once, and bad input stores nothing."""
 
 from __future__ import annotations

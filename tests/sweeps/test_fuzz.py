@@ -198,7 +198,7 @@ FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[tuple[Any, boo
     "person": (st.sampled_from(["scripted", "queue"]), spoiled(["", "x", "robot"], ["scripted", "queue"])),
     "crash_model": (st.sampled_from(CRASH_MODELS), spoiled(["", "PANIC", "power cut", "panic "], list(CRASH_MODELS))),
     "fsync": (st.sampled_from(["on", "off"]), spoiled(["", "yes", "true", "1", "ON"], ["on", "off"])),
-    # The world: agentcore.faults' spellings, those with a number drawn over their range (a tool's
+    # The world: agentcore.standins.faults' spellings, those with a number drawn over their range (a tool's
     # failures kept small: each one is more crash points to plan).
     "tracker_fault": (st.one_of(st.sampled_from(["none", "crash", "strict-params", f"ttl:{MAX_TTL}"]),
                                 st.integers(1, MAX_TTL).map("ttl:{}".format)),

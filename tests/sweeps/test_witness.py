@@ -1,5 +1,5 @@
 """The audit's witness page: one scenario of `python -m agentcore audit`, played again from the
-parameters of the link the audit prints (agentcore.audit.link)."""
+parameters of the link the audit prints (agentcore.checker.witness.link)."""
 
 from __future__ import annotations
 
