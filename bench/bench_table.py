@@ -17,11 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import agentcore as sweep  # noqa: E402
-from agentcore import (
-    jobs,  # noqa: E402
-    table_configs,  # noqa: E402
-)
+from agentcore import jobs, sweep, table_configs  # noqa: E402
 
 
 def main() -> None:

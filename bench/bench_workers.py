@@ -41,10 +41,7 @@ TREE = [ROOT]  # the checkout whose agentcore is timed (--tree)
 # Times sweep() alone in a fresh process: argv[1] is "table" or a job file, argv[2] the workers.
 INNER = """
 import resource, sys, time
-from agentcore import jobs
-from agentcore import designs
-from agentcore import Config, table_configs
-import agentcore as sweep
+from agentcore import Config, designs, jobs, sweep, table_configs
 what, workers, merge = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "merge"
 if what == "table":
     configs = table_configs(jobs.load("triage"))

@@ -77,7 +77,7 @@ def record_enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
 
 
 def record_conditions(monkeypatch: pytest.MonkeyPatch, name: str) -> list[sweep_configs.Conditions]:
-    """The conditions (crash model, fsync and the world's faults) of every configuration agentcore.harness.sweep's
+    """The conditions (crash model, fsync and the world's faults) of every configuration agentcore's
     function `name` (run_chunk, points, ...) is called with, recorded as it runs."""
     seen: list[sweep_configs.Conditions] = []
     real = getattr(agentsweep, name)
