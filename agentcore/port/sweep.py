@@ -1,0 +1,170 @@
+"""Sweeping a target through the port: plans from labels, outcomes from fork servers, records
+counted as for agentcore's own designs.
+
+Rules:
+- The fork server runs in the target's interpreter (`python`, default this one): `python -m
+  agentcore.port serve ...` (agentcore.port.server). This module starts `workers` of them, sends
+  each plan to the next free one and reads the outcomes; it imports nothing of the target.
+- Two uninterrupted runs first: they must meet the same set of labels (else TargetError, with the
+  difference), and the first is the truth the effects are checked against (`wrong`).
+- Depth 1 crashes the first process at every label of the uninterrupted run; depth d crashes the
+  last restart of each depth d-1 plan at every label that restart met (agentcore.port.labels.plans).
+- A record is a ScenarioRecord: the design column is the target's name, the tracker column the
+  tracker stand-in's mode (keyed: it honours a key the target sends); duplicates and missing are
+  counted against the job script, model calls against the job's replies, as for any sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from queue import Queue
+from typing import Any
+
+from agentcore.checker.effects import Truth
+from agentcore.errors import BadInput
+from agentcore.jobs import Job
+from agentcore.port.labels import kind_of, label_set_difference, plans
+from agentcore.records import ScenarioRecord
+from agentcore.standins.tracker import Tracker
+
+TRACKER = "keyed"
+
+
+class TargetError(BadInput):
+    """A target that cannot be swept (it cannot be imported, fails uncrashed, or is not deterministic
+    in its points); the message says which and how."""
+
+
+class Served:
+    """One fork server process, talked to one request at a time."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, bufsize=1)
+        line = self.proc.stdout.readline() if self.proc.stdout else ""
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            self.proc.wait()
+            raise TargetError(err.strip().splitlines()[-1] if err.strip() else "the fork server did not start")
+        self.hello: dict[str, Any] = json.loads(line)
+
+    def play(self, plan: Sequence[str]) -> dict[str, Any]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"plan": list(plan)}) + "\n")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise TargetError(f"the fork server died playing {list(plan)}")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def server_argv(target: str, job: str, *, python: str | None = None, model: str = "fresh-ids", seed: int = 0,
+                timeout: float = 30.0) -> list[str]:
+    return [python or sys.executable, "-m", "agentcore.port", "serve", "--target", target, "--job", job,
+            "--model", model, "--seed", str(seed), "--timeout", str(timeout)]
+
+
+@dataclass
+class TargetSweep:
+    target: str
+    job: Job
+    model: str
+    depth: int
+    hello: dict[str, Any]
+    labels: list[str]  # the uninterrupted run's, in order
+    records: list[ScenarioRecord] = field(default_factory=list)
+
+
+def play_all(servers: list[Served], todo: list[tuple[str, ...]],
+             progress: Callable[[int, int], None] | None = None) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Each plan's outcome, the plans spread over the servers (a thread per server)."""
+    queue: Queue[tuple[str, ...] | None] = Queue()
+    for plan in todo:
+        queue.put(plan)
+    out: dict[tuple[str, ...], dict[str, Any]] = {}
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work(server: Served) -> None:
+        while (plan := queue.get()) is not None and not errors:
+            try:
+                outcome = server.play(plan)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                errors.append(e)
+                return
+            with lock:
+                out[plan] = outcome
+                if progress:
+                    progress(len(out), len(todo))
+
+    threads = [threading.Thread(target=work, args=(s,), daemon=True) for s in servers]
+    for _ in threads:
+        queue.put(None)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+def record(target: str, job: Job, truth: Truth, outcome: dict[str, Any], points: list[list[str]]) -> ScenarioRecord:
+    """The scenario record of one outcome; `points` are the labels each crashed process met, in order
+    (a point's number is its label's place there, 1-based)."""
+    plan = outcome["plan"]
+    tracker = Tracker.restore(outcome["tracker"])
+    dups, missing = tracker.tally([(0, c.id) for c in job.changing_calls()])
+    where: list[Any] = []
+    for i in range(3):
+        if i < len(plan):
+            where += [points[i].index(plan[i]) + 1, kind_of(plan[i]), plan[i]]
+        else:
+            where += [None, None, None]
+    calls = outcome["model_calls"]
+    status = outcome["status"] if outcome["status"] != "done" else "done"
+    return ScenarioRecord(job.name, target, TRACKER, 1, *where[:6], dups, missing, truth.wrong(tracker.effects), 0,
+                          0, 0, 0, 0, calls, calls - (len(job.turns) + 1), status, None, tracker.effects,
+                          *where[6:])
+
+
+def sweep_target(target: str, job: Job, job_path: str, *, depth: int = 1, workers: int = 1, python: str | None = None,
+                 model: str = "fresh-ids", seed: int = 0, timeout: float = 30.0,
+                 progress: Callable[[int, int], None] | None = None) -> TargetSweep:
+    """Sweep `target` on `job` (read from `job_path` by the server too) to `depth`; see the rules."""
+    if depth not in (1, 2, 3):
+        raise BadInput(f"depth must be 1, 2 or 3, not {depth}")
+    argv = server_argv(target, job_path, python=python, model=model, seed=seed, timeout=timeout)
+    servers = [Served(argv) for _ in range(max(1, workers))]
+    try:
+        first, again = servers[0].play(()), servers[0].play(())
+        for o in (first, again):
+            if o["status"] != "done":
+                raise TargetError(f"target {target}: its uninterrupted run ended {o['status']}: {o['error']}")
+        if diff := label_set_difference(first["labels"][0], again["labels"][0]):
+            raise TargetError(f"target {target}: two uninterrupted runs met different points ({diff}); "
+                              "name points by a stable detail, not by position")
+        labels = first["labels"][0]
+        result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
+        truth = Truth.of(job, Tracker.restore(first["tracker"]).effects)
+        outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
+        for d in range(1, depth + 1):
+            restarts = {p: o["labels"][-1] for p, o in outcomes.items() if not o["missed"]}
+            todo = [p for p in plans(labels, restarts, d) if len(p) == d]
+            outcomes |= play_all(servers, todo, progress)
+        for plan, o in outcomes.items():
+            met = [labels] + [outcomes[plan[:i]]["labels"][-1] for i in range(1, len(plan))]
+            result.records.append(record(target, job, truth, o, met))
+        return result
+    finally:
+        for s in servers:
+            s.close()
