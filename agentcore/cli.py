@@ -22,6 +22,7 @@ import agentcore as audit
 import agentcore as sweep
 from agentcore import CONDITIONS, MODES, CheckpointError, Condition, JobError, designs, jobs, key, report
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
+from agentcore.records import table_row
 
 SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to, unless --site says
 
@@ -121,8 +122,8 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
     common(t)
     s = sub.add_parser("sweep", help="sweep one configuration and print its row")
     s.add_argument("--job", default="triage", help="a job file, or 'triage'")
-    s.add_argument("--design", required=True, choices=list(designs.DESIGNS))
-    s.add_argument("--tracker", required=True, choices=list(MODES))
+    s.add_argument("--design", choices=list(designs.DESIGNS), help="one of agentcore's designs (or --target)")
+    s.add_argument("--tracker", choices=list(MODES), help="the tracker mode of a design's sweep")
     s.add_argument("--runs", type=positive, default=1, help="job runs in sequence against one tracker")
     s.add_argument("--bug", action="append", default=[], choices=designs.BUGS, help="plant a bug (tests)")
     common(s)
@@ -132,7 +133,12 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
     sub = p.add_subparsers(dest="command", required=True)
-    for s in add_sweep_commands(sub):
+    table, one = add_sweep_commands(sub)
+    one.add_argument("--target", metavar="MODULE:ATTR", help="sweep your own loop through agentcore.port "
+                     "instead of a design (its model asked again mints fresh call IDs unless --model says)")
+    one.add_argument("--python", metavar="PATH", help="the interpreter the target runs in (default this one)")
+    one.add_argument("--timeout", type=float, default=30.0, help="seconds per process of a target (default 30)")
+    for s in (table, one):
         s.add_argument("--no-merge", dest="merge", action="store_false",
                        help="play every scenario, never a restart from a state played before (the same "
                             "records, slower: agentcore.harness.merge)")
@@ -166,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "audit":
             return _audit(args)
+        if args.command == "sweep" and args.target:
+            return _target(args, list(sys.argv[1:] if argv is None else argv))
+        if args.command == "sweep" and not (args.design and args.tracker):
+            raise ValueError("sweep needs --design and --tracker, or --target")
         job = jobs.load(args.job)
         conditions = option_conditions(vars(args))
         if args.command == "table":
@@ -196,6 +206,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agentcore: interrupted", file=sys.stderr)
         return 130
+
+
+def _target(args: argparse.Namespace, argv: list[str]) -> int:
+    """A user's loop swept through the port: the conditions a target takes (the model, its seed);
+    the others are refused rather than ignored."""
+    from agentcore.port import sweep_target  # here: `import agentcore` loads none of the port
+
+    unusable = [c.flag for c in CONDITIONS if c.name not in ("model", "seed")
+                and getattr(args, c.name) != c.text(c.default)]
+    if args.design or args.tracker or args.bug or args.runs != 1 or unusable:
+        given = ", ".join(["--design"] * bool(args.design) + ["--tracker"] * bool(args.tracker)
+                          + ["--bug"] * bool(args.bug) + ["--runs"] * (args.runs != 1) + unusable)
+        raise ValueError(f"--target takes none of {given} (a target's sweep has the panic crash model and the "
+                         "chapter's world)")
+    if args.records:
+        _check_writable(args.records)
+    model = args.model if any(a == "--model" or a.startswith("--model=") for a in argv) else "fresh-ids"
+    job = jobs.load(args.job)
+    progress = Progress("sweeping")
+    try:
+        result = sweep_target(args.target, job, args.job, depth=args.depth, workers=args.workers,
+                              python=args.python, model=model, seed=int(args.seed), timeout=args.timeout,
+                              progress=progress)
+    finally:
+        progress.close()
+    print(f"{len(result.records)} scenarios over {len(result.labels)} points; model {model}; children's network: "
+          f"{result.hello['network']}", file=sys.stderr)
+    if args.records:
+        with open(args.records, "w") as f:
+            for rec in result.records:
+                f.write(json.dumps(rec.to_dict()) + "\n")
+    sys.stdout.write(report.render([table_row(args.target, result.records)], args.format))
+    return 0
 
 
 def _audit(args: argparse.Namespace) -> int:

@@ -210,6 +210,7 @@ class Server:
         code = 1
         try:
             os.dup2(2, 1)  # stdout is the protocol's: a target's prints go to stderr
+            sys.stdout = sys.stderr
             resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
             if self.network == "isolated":
                 isolate_network()

@@ -50,7 +50,8 @@ class Served:
         if not line:
             err = self.proc.stderr.read() if self.proc.stderr else ""
             self.proc.wait()
-            raise TargetError(err.strip().splitlines()[-1] if err.strip() else "the fork server did not start")
+            last = err.strip().splitlines()[-1] if err.strip() else "the fork server did not start"
+            raise TargetError(last.removeprefix("error: "))
         self.hello: dict[str, Any] = json.loads(line)
 
     def play(self, plan: Sequence[str]) -> dict[str, Any]:
