@@ -23,6 +23,7 @@ import functools
 import inspect
 import json
 import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import IO, Any
 
@@ -33,17 +34,20 @@ CRASHED = 86  # a child's exit status when it died at its point
 
 
 class Channel:
-    """The child's end of its socket to the server: one JSON line out, one back."""
+    """The child's end of its socket to the server: one JSON line out, one back, one exchange at a
+    time (a runtime runs tools in threads: two asks must not interleave on the socket)."""
 
-    __slots__ = ("rfile", "wfile")
+    __slots__ = ("rfile", "wfile", "lock")
 
     def __init__(self, rfile: IO[str], wfile: IO[str]) -> None:
         self.rfile, self.wfile = rfile, wfile
+        self.lock = threading.Lock()
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
-        self.wfile.write(json.dumps(message) + "\n")
-        self.wfile.flush()
-        answer = json.loads(self.rfile.readline() or '{"die": true}')  # a server gone: die as at a point
+        with self.lock:
+            self.wfile.write(json.dumps(message) + "\n")
+            self.wfile.flush()
+            answer = json.loads(self.rfile.readline() or '{"die": true}')  # a server gone: die as at a point
         if answer.get("die"):
             os._exit(CRASHED)
         return answer

@@ -1,0 +1,59 @@
+"""The triage agent on LangGraph (a StateGraph: an agent node and a ToolNode), swept through agentcore's
+LangGraph adapter. Needs the extra: `.venv/bin/pip install -r requirements-langgraph.txt`.
+
+    python -m agentcore sweep --target examples.langgraph_triage:naive_sync
+    python -m agentcore sweep --target examples.langgraph_triage:keyed_exit
+
+Targets: naive_* send no key, keyed_* send the chapter's key of (thread ID, tool-call ID); *_sync
+saves every step before the next runs, *_exit only at the end (LangGraph's durability modes). With
+exit, nothing is durable before the end: a restart asks the model again, a real model mints new
+tool-call IDs, and the key made from them changes: keyed_exit doubles what naive_exit doubles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+
+from agentcore import jobs
+from agentcore.adapters.langgraph import PortChatModel, port_tools, run_graph
+from agentcore.port import Handle
+
+JOB = jobs.load("triage")
+
+
+def graph(handle: Handle, keyed: bool) -> Any:
+    model = PortChatModel(handle=handle)
+    tools = port_tools(handle, JOB, keyed=keyed)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def build(saver: Any) -> Any:
+        g = StateGraph(MessagesState)
+        g.add_node("agent", agent)
+        g.add_node("tools", ToolNode(tools))
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition)
+        g.add_edge("tools", "agent")
+        return g.compile(checkpointer=saver)
+
+    return build
+
+
+def naive_sync(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=False), "sync")
+
+
+def keyed_sync(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=True), "sync")
+
+
+def naive_exit(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=False), "exit")
+
+
+def keyed_exit(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=True), "exit")
