@@ -26,6 +26,13 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
+# The optional extras (agentcore.adapters), pinned: `make test` installs them so their tests run;
+# `make run` needs none of them.
+EXTRAS := $(VENV)/.extras
+$(EXTRAS): requirements-langgraph.txt $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-langgraph.txt
+	touch $(EXTRAS)
+
 # The guard rails: ruff (style, complexity), the layers' contracts (pyproject's [tool.importlinter]),
 # and sizes: no module of the code over 400 lines (pylint), no function over 60 (flake8-functions).
 SIZED := agentcore sweeps sweepsite bench
@@ -155,7 +162,7 @@ ok = [ $$1 -eq 0 ] || [ $$1 -eq 5 ]
 # The two halves of the first pass take like times (agentcore's computation and the browser's waits
 # against the dashboard's many short database tests).
 BESIDE := tests/agentcore tests/e2e
-test: $(STAMP) lint
+test: $(STAMP) $(EXTRAS) lint
 	@echo "== pytest: SQLite and the filesystem broker: the dashboard's tests beside agentcore's and the browser's =="
 	@log=$$(mktemp); \
 	$(PY) -m pytest $(BESIDE) -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS) >$$log 2>&1 & agent=$$!; \

@@ -1,0 +1,60 @@
+"""LangGraph through the port: its points, and the rows that teach the lesson (examples/langgraph_triage.py).
+
+The triage job in four model calls (examples/triage4.json), as the prototype the issue quotes ran it.
+"""
+
+import inspect
+from collections import Counter
+
+import pytest
+
+pytest.importorskip(
+    "langgraph", reason="the LangGraph extra is not installed: .venv/bin/pip install -r requirements-langgraph.txt"
+)
+
+from agentcore import jobs  # noqa: E402
+from agentcore.port import sweep_target  # noqa: E402
+from agentcore.port.labels import kind_of  # noqa: E402
+from agentcore.records import table_row  # noqa: E402
+
+JOB_FILE = "examples/triage4.json"
+JOB = jobs.load(JOB_FILE)
+
+
+def sweep(target, **kw):
+    return sweep_target(f"examples.langgraph_triage:{target}", JOB, JOB_FILE, workers=2, **kw)
+
+
+def test_a_sync_stategraph_meets_every_put_put_writes_reply_and_effect():
+    result = sweep("naive_sync", depth=1)
+    kinds = Counter(kind_of(label) for label in result.labels)
+    assert kinds == {"put": 9, "put_writes": 8, "reply": 4, "effect": 3}
+    row = table_row("naive", result.records)
+    assert (row.once, row.with_dups) == (24, 3)
+
+
+def test_keyed_tools_after_sync_saves_double_nothing():
+    assert table_row("keyed", sweep("keyed_sync", depth=1).records).with_dups == 0
+
+
+def test_with_exit_durability_a_key_from_fresh_call_ids_doubles_what_no_key_doubles():
+    naive, keyed = (table_row(t, sweep(t, depth=1).records) for t in ("naive_exit", "keyed_exit"))
+    assert naive.once == keyed.once == 8
+    assert keyed.with_dups == naive.with_dups == 6
+
+
+def test_a_model_that_repeats_its_ids_certifies_that_key_wrongly():
+    assert table_row("keyed", sweep("keyed_exit", depth=1, model="fixed").records).with_dups == 0
+
+
+def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
+    from agentcore.adapters.langgraph import port_saver
+
+    class Handle:
+        workdir = str(tmp_path)
+
+        def point(self, kind, detail=""):
+            pass
+
+    saver = port_saver(Handle())
+    assert "task_path" in inspect.signature(saver.put_writes).parameters
