@@ -46,6 +46,7 @@ from agentcore.durable import designs
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint
 from agentcore.durable.designs import DESIGNS, Design
 from agentcore.durable.keys import key, new_run_id
+from agentcore.errors import AgentcoreError, BadInput, ConfigError
 from agentcore.harness.audit import AUDIT_DEPTHS, audit, shortest, sweep_unit, unit_configs
 from agentcore.harness.chunks import Chunk, ChunkResult, Resumed, play_from_note, points, replay, resume, run_chunk
 from agentcore.harness.disk import OverBudget, WorkBudget
@@ -67,12 +68,13 @@ __all__ = [
     "AUDIT_DEPTHS", "AUDIT_FORMATS", "BREAK", "BUILTIN", "CANDIDATES", "COLUMNS", "CONDITIONS",
     "CONDITIONS_BY_NAME", "CONDITION_DEFAULTS", "CRASH_MODELS", "DEPTH_COLUMNS", "DESIGNS", "DISKS", "EXCUSES",
     "EXPECTED", "KILL_NOTE", "MAX_ATTEMPTS", "MODELS", "MODES", "OK", "PERSONS", "RUNS", "TABLE", "TABLE_TITLES",
-    "TTL", "VARIANTS", "WORLDS", "AuditResult", "Cell", "CheckpointError", "Chunk", "ChunkResult", "Condition",
-    "Config", "Crash", "CrashModel", "CrashPlan", "Design", "Durable", "FileCheckpoint", "Job", "JobError", "Kind",
-    "Options", "OverBudget", "Played", "Resumed", "ScenarioRecord", "Subject", "SweepResult", "TableRow", "Variant",
-    "Witness", "WorkBudget", "World", "audit", "audit_dict", "carried_bytes", "conditions_words", "config_name",
-    "designs", "each_record", "faults", "jobs", "judge", "key", "limits", "link", "needed", "new_run_id",
-    "parse_job", "plan_chunks", "play", "play_from_note", "points", "records", "render_audit", "render_table",
-    "replay", "report", "resume", "run_chunk", "run_chunks", "run_steps", "shortest", "sweep", "sweep_unit",
-    "table_columns", "table_configs", "tally", "unit_configs", "variants", "verdict", "witness_lines", "world"
+    "TTL", "VARIANTS", "WORLDS", "AgentcoreError", "AuditResult", "BadInput", "Cell", "CheckpointError", "Chunk",
+    "ChunkResult", "Condition", "Config", "ConfigError", "Crash", "CrashModel", "CrashPlan", "Design", "Durable",
+    "FileCheckpoint", "Job", "JobError", "Kind", "Options", "OverBudget", "Played", "Resumed", "ScenarioRecord",
+    "Subject", "SweepResult", "TableRow", "Variant", "Witness", "WorkBudget", "World", "audit", "audit_dict",
+    "carried_bytes", "conditions_words", "config_name", "designs", "each_record", "faults", "jobs", "judge", "key",
+    "limits", "link", "needed", "new_run_id", "parse_job", "plan_chunks", "play", "play_from_note", "points",
+    "records", "render_audit", "render_table", "replay", "report", "resume", "run_chunk", "run_chunks", "run_steps",
+    "shortest", "sweep", "sweep_unit", "table_columns", "table_configs", "tally", "unit_configs", "variants",
+    "verdict", "witness_lines", "world"
 ]

@@ -20,7 +20,7 @@ from typing import Any
 
 import agentcore as audit
 import agentcore as sweep
-from agentcore import CONDITIONS, MODES, CheckpointError, Condition, JobError, designs, jobs, key, report
+from agentcore import CONDITIONS, MODES, AgentcoreError, BadInput, Condition, ConfigError, designs, jobs, key, report
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 
 SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to, unless --site says
@@ -81,7 +81,7 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
     def check(text: str) -> str:
         try:
             parse(text)
-        except ValueError as e:
+        except ConfigError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return text
 
@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f.write(json.dumps(rec.to_dict()) + "\n")
         sys.stdout.write(report.render(result.rows, args.format))
         return 0
-    except (JobError, CheckpointError, ValueError, OSError) as e:
+    except (AgentcoreError, OSError) as e:  # what agentcore refuses, and a file it cannot read or write
         print(f"agentcore: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -203,7 +203,7 @@ def _audit(args: argparse.Namespace) -> int:
     chosen = [designs.get(d, tuple(args.bug)) for d in args.design or designs.DESIGNS]
     for t in args.tracker:
         if t not in MODES:
-            raise ValueError(f"unknown tracker mode {t!r} (choose from {', '.join(MODES)})")
+            raise ConfigError(f"unknown tracker mode {t!r} (choose from {', '.join(MODES)})")
     worlds = [audit.world(w) for w in args.world] if args.world else list(audit.WORLDS)
     job = jobs.load(args.job)
     shown: list[Progress] = []
@@ -229,4 +229,4 @@ def _audit(args: argparse.Namespace) -> int:
 def _check_writable(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"--records {path}: folder {folder} does not exist")
+        raise BadInput(f"--records {path}: folder {folder} does not exist")

@@ -8,7 +8,7 @@ Rules:
   default, its title (a label, the word of its messages), its help (one line) and `explained` (each
   spelling's meaning), and how it is written: closed `choices` ((text, title) pairs; a bool's texts
   are "on" and "off"), or open `spellings` that `parse` takes (agentcore.standins.faults' parsers raise
-  ValueError listing them), with the `suggestions` a form offers.
+  ConfigError listing them), with the `suggestions` a form offers.
 - Everything else is derived from the declarations: agentcore.config's Config fields, checks and
   `conditions()` words, agentcore.cli's options, and the dashboard's form fields, columns, admin,
   compare page and exports. A new condition is a declaration here (and the dashboard's migration).
@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agentcore import crashmodels
+from agentcore.errors import ConfigError
 from agentcore.standins import faults
 
 __all__ = ["CONDITIONS", "CRASH_MODELS", "DEFAULTS", "NAMED", "Condition", "words"]
@@ -35,7 +36,7 @@ class Condition:
     help: str
     section: str  # "crash": what a crash does; "world": how the world misbehaves (the form's two sections)
     choices: tuple[tuple[str, str], ...] = ()  # a closed set of texts with their titles
-    parse: Callable[[str], object] | None = None  # takes a spelling or raises ValueError saying the spellings
+    parse: Callable[[str], object] | None = None  # takes a spelling or raises ConfigError saying the spellings
     spellings: tuple[str, ...] = ()  # how it is written, as messages list it ("ttl:N")
     suggestions: tuple[str, ...] = ()  # spellings a form offers beside an open field
     explained: str = ""  # the longer help (the form's, the command line's); `help` if empty
@@ -69,13 +70,13 @@ class Condition:
         return text == "on" if self.type is bool else text
 
     def check(self, value: object) -> None:
-        """Raises ValueError (a message listing the spellings) for a value agentcore cannot play."""
+        """Raises ConfigError (a message listing the spellings) for a value agentcore cannot play."""
         if self.parse is not None:
             self.parse(value)  # type: ignore[arg-type]
         elif self.choices and self.type is str and value not in self.values:
-            raise ValueError(f"unknown {self.title} {value!r} (choose from {', '.join(self.values)})")
+            raise ConfigError(f"unknown {self.title} {value!r} (choose from {', '.join(self.values)})")
         elif self.type is int and (type(value) is not int or value < self.minimum):
-            raise ValueError(f"{self.title} must be a whole number from {self.minimum}, not {value!r}")
+            raise ConfigError(f"{self.title} must be a whole number from {self.minimum}, not {value!r}")
 
     def said(self, value: object) -> str:
         return (self.says or self.title + ": {}").format(self.text(value))

@@ -19,6 +19,7 @@ from agentcore import conditions as declared
 from agentcore.crashmodels import NAMES as CRASH_MODELS
 from agentcore.durable import designs
 from agentcore.durable.designs import Design
+from agentcore.errors import BadInput, ConfigError
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
 from agentcore.standins.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
@@ -71,9 +72,9 @@ class _Configured:
     def __post_init__(self) -> None:
         Tracker(self.tracker, self.tracker_fault)  # type: ignore[attr-defined]  # validates the mode and the fault
         if not MIN_RUNS <= self.runs <= MAX_RUNS:
-            raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
+            raise BadInput(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
         if self.person not in PERSONS:
-            raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
+            raise ConfigError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
         for c in declared.CONDITIONS:
             c.check(getattr(self, c.name))
 

@@ -106,7 +106,7 @@ def turn_pairs(n: int) -> Job:
 def turn_pairs_source(n: int) -> str:
     """turn_pairs(n) as the JSON text of a job file (what the dashboard takes as an uploaded job)."""
     if not 1 <= n <= MAX_CALLS // 3:
-        raise ValueError(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
+        raise BadInput(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
     triage = json.loads(_builtin("triage"))
     turns: list[dict[str, Any]] = []
     for i in range(n):

@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from agentcore.errors import BadInput
+
 # The chapter's columns, then the ones its world could not show (0 in the chapter's world).
 CHAPTER_COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
 COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable",
@@ -90,7 +92,7 @@ class ScenarioRecord:
         names = {f.name for f in fields(cls)}
         unknown = set(data) - names
         if unknown:
-            raise ValueError(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
+            raise BadInput(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
         return cls(**(dict.fromkeys(_LATER_FIELDS, 0) | data))
 
 

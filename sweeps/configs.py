@@ -3,9 +3,11 @@
 Pure: reads and writes nothing in the database.
 
 Rules:
-- Every check raises django's ValidationError with a message fit for a form or a command line; the
-  bounds are sweeps.limits'. A fault is checked by agentcore.standins.faults' parser (its message lists the
-  spellings) and stored as written: plain ASCII, at most CONDITION_CHARS characters.
+- Every check raises a BadRequest (sweeps.errors: a django ValidationError too) with a message fit
+  for a form or a command line, a sweep too big to launch a PlanTooBig; the bounds are
+  sweeps.limits'. A fault is checked by agentcore.standins.faults' parser (its message lists the spellings;
+  it raises agentcore's ConfigError) and stored as written: plain ASCII, at most CONDITION_CHARS
+  characters.
 - `chunk_plan` is the one planning of a sweep's chunks (agentcore plays each configuration's
   uninterrupted run): launching stores it, the planned size counts it (both within a bound of
   work: sweeps.plan).
@@ -21,11 +23,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from django.core.exceptions import ValidationError
-
 import agentcore as agentsweep
-from agentcore import BUILTIN, CONDITIONS, MODES, Condition, Job, JobError, designs, parse_job
+from agentcore import BUILTIN, CONDITIONS, MODES, BadInput, Condition, ConfigError, Job, JobError, designs, parse_job
 from agentcore import CONDITIONS_BY_NAME as NAMED
+from sweeps.errors import BadRequest, PlanTooBig
 from sweeps.limits import CONDITION_CHARS, DEPTHS, MAX_CHUNKS, MAX_CONFIGS, MAX_NAME, MAX_NOTES, MAX_RUNS, MAX_SEED
 from sweeps.models import Sweep
 
@@ -36,7 +37,7 @@ DEPTH_3_PERSON = "depth 3 needs the scripted person: a question queue pauses sce
 def builtin_job_source(name: str = "triage") -> str:
     """The JSON text of a built-in job (what a sweep of "the triage job" stores)."""
     if name not in BUILTIN:
-        raise ValidationError(f"unknown built-in job {name!r} (choose from {', '.join(BUILTIN)})")
+        raise BadRequest(f"unknown built-in job {name!r} (choose from {', '.join(BUILTIN)})")
     return resources.files("agentcore").joinpath("jobfiles", BUILTIN[name]).read_text(encoding="utf-8")
 
 
@@ -96,7 +97,7 @@ def agent_config(sweep: Sweep, index: int) -> agentsweep.Config:
 
 def check(ok: bool, message: str, code: str = "invalid") -> None:
     if not ok:
-        raise ValidationError(message, code=code)
+        raise BadRequest(message, code=code)
 
 
 def clean_configs(configs: Any) -> list[dict[str, str]]:
@@ -112,8 +113,8 @@ def clean_configs(configs: Any) -> list[dict[str, str]]:
         check(isinstance(design_name, str), f"configuration {i}: design must be a name")
         try:
             design(design_name)
-        except ValueError as e:
-            raise ValidationError(f"configuration {i}: {e}", code="invalid") from None
+        except ConfigError as e:
+            raise BadRequest(f"configuration {i}: {e}", code="invalid") from None
         check(tracker in MODES, f"configuration {i}: unknown tracker mode {tracker!r} "
                                 f"(choose from {', '.join(MODES)})")
         out.append({"name": name.strip(), "design": design_name, "tracker": tracker})
@@ -132,9 +133,9 @@ def clean_spelled(name: str, value: Any) -> str:
           f"{what} {value!r}: write it in plain ASCII without spaces, as one of {', '.join(spellings)}")
     try:
         parse(value)
-    except (ValueError, TypeError) as e:
+    except ConfigError as e:
         message = str(e)  # "unknown ..." names the condition; "'k:101': N must be ..." does not
-        raise ValidationError(message if message.startswith("unknown") else f"{what} {message}",
+        raise BadRequest(message if message.startswith("unknown") else f"{what} {message}",
                               code="invalid") from None
     check(isinstance(value, str), f"unknown {what} {value!r} (choose from {', '.join(spellings)})")
     check(len(value) <= CONDITION_CHARS, f"{what} {value!r}: at most {CONDITION_CHARS} characters")
@@ -178,7 +179,7 @@ def clean_settings(job_source: Any, depth: Any, runs: Any, person: Any, source_n
         try:
             job = parse_job(job_source, source_name)
         except JobError as e:
-            raise ValidationError(str(e), code="job") from None
+            raise BadRequest(str(e), code="job") from None
     check(type(depth) is int and depth in DEPTHS,
           f"depth must be {' or '.join(map(str, DEPTHS))}, not {depth!r}")
     check(type(runs) is int and 1 <= runs <= MAX_RUNS, f"runs must be between 1 and {MAX_RUNS}, not {runs!r}")
@@ -242,14 +243,13 @@ def plan_chunks(job: Job, conditions: Conditions, clean: list[dict[str, str]], c
     for i, cfg in enumerate(cfgs):
         try:
             pts = agentsweep.points(cfg, budget=budget)
-        except ValueError as e:
-            raise ValidationError(str(e), code="job") from None
+        except BadInput as e:  # agentcore refused it: the uninterrupted run does not finish
+            raise BadRequest(str(e), code="job") from None
         npoints.append(len(pts))
         plan.extend(agentsweep.Chunk(i, n, kind, label) for n, (kind, label) in enumerate(pts, 1))
         if len(plan) > MAX_CHUNKS:
-            raise ValidationError(
-                f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer configurations "
-                f"or a smaller job", code="too_big")
+            raise PlanTooBig(f"this sweep has more than {MAX_CHUNKS} first crash points; sweep fewer "
+                             "configurations or a smaller job")
     return ChunkPlan(job, conditions, clean, cfgs, plan, npoints)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from agentcore.checker.judge import AuditResult, Cell, Subject
 from agentcore.checker.witness import Witness
 from agentcore.checker.worlds import EXCUSES, KILL_NOTE, RUNS
+from agentcore.errors import ConfigError
 
 FORMATS = ("text", "markdown", "json")
 _SHOWN = ("crash", "restart", "tracker", "ladder", "approval", "failed", "corrupt")  # the witness's lines
@@ -58,7 +59,7 @@ def render(result: AuditResult, fmt: str) -> str:
                                                for w in result.worlds)]) + " |" for s in result.subjects]
         return "\n".join(lines) + "\n"
     if fmt != "text":
-        raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+        raise ConfigError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     lines = [f"audit of job {result.job.name}: depth {result.depth}, {RUNS} job runs in sequence",
              "variants: " + ", ".join(v.name for v in result.variants)
              + "".join(f"; {name} skipped: {why}" for name, why in result.skipped),

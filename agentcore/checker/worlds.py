@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcore.config import CONDITIONS
+from agentcore.errors import ConfigError
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, MAX_ATTEMPTS
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
@@ -67,4 +68,4 @@ def world(name: str) -> World:
     for w in WORLDS:
         if w.name == name:
             return w
-    raise ValueError(f"unknown world model {name!r} (choose from {', '.join(w.name for w in WORLDS)})")
+    raise ConfigError(f"unknown world model {name!r} (choose from {', '.join(w.name for w in WORLDS)})")

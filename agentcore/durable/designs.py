@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from agentcore.errors import ConfigError
+
 
 @dataclass(frozen=True, slots=True)
 class Design:
@@ -98,10 +100,10 @@ STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_d
 def get(name: str, bugs: tuple[str, ...] = ()) -> Design:
     """A design by name, optionally with planted bugs (for tests of the sweep itself)."""
     if name not in DESIGNS:
-        raise ValueError(f"unknown design {name!r} (choose from {', '.join(DESIGNS)})")
+        raise ConfigError(f"unknown design {name!r} (choose from {', '.join(DESIGNS)})")
     for bug in bugs:
         if bug not in BUGS:
-            raise ValueError(f"unknown bug {bug!r} (choose from {', '.join(BUGS)})")
+            raise ConfigError(f"unknown bug {bug!r} (choose from {', '.join(BUGS)})")
     d = DESIGNS[name]
     return replace(d, name=d.name + "".join(f"+{b}" for b in bugs), **{b: True for b in bugs}) if bugs else d
 

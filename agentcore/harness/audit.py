@@ -26,6 +26,7 @@ from agentcore.checker.witness import Witness, link, loss_runs, needed
 from agentcore.checker.worlds import RUNS, WORLDS, World
 from agentcore.config import Config
 from agentcore.durable.designs import Design
+from agentcore.errors import BadInput
 from agentcore.harness.chunks import replay
 from agentcore.harness.scenario import Played
 from agentcore.harness.sweep import plan_chunks, run_chunks
@@ -43,7 +44,7 @@ def audit(job: Job, designs: Sequence[Design], trackers: Sequence[str], worlds: 
     module's rules). `every`: sweep every cell, also past a (design, tracker mode)'s first break.
     `progress(world)` gives a callback (chunks done, chunks) for that world's sweep."""
     if depth not in AUDIT_DEPTHS:
-        raise ValueError(f"the audit's depth is {' or '.join(map(str, AUDIT_DEPTHS))}, not {depth}: its witnesses "
+        raise BadInput(f"the audit's depth is {' or '.join(map(str, AUDIT_DEPTHS))}, not {depth}: its witnesses "
                          "replay and link two crash points at most")
     made, skipped = variants(job)
     result = AuditResult(job, depth, list(worlds), made, skipped, [Subject(d, t) for d in designs for t in trackers])

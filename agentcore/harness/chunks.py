@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcore.config import Config
+from agentcore.errors import BadInput
 from agentcore.harness import merge as merging
 from agentcore.harness.disk import WorkBudget
 from agentcore.harness.scenario import Options, Played, play
@@ -70,7 +71,7 @@ def points(cfg: Config, workdir: str | None = None, budget: WorkBudget | None = 
     steps (agentcore.harness.disk)."""
     p = play(cfg, (), Options(points=True, budget=budget), workdir)
     if p.status not in ("done", "failed"):  # a run that gave up for good has its points crashed too
-        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
+        raise BadInput(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
     pts = p.processes[0].points
     assert pts is not None
     return pts
@@ -108,13 +109,13 @@ class ChunkResult:
 def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False,
               merge: bool = True, keep: bool = True) -> ChunkResult:
     if depth not in SWEEP_DEPTHS:
-        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
+        raise BadInput(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     first = (chunk.first, chunk.kind, chunk.label)
     later = chunk.second_from > 0
     if later and depth != 2:
-        raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
+        raise BadInput(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
     if depth == 3 and cfg.person != "scripted":
-        raise ValueError("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
+        raise BadInput("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
     if merged(cfg, chunk, collect, merge):
         m = merging.memo(cfg)
         before = m.explored
@@ -138,7 +139,7 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         assert restart is not None
         lo, hi = (chunk.second_from, chunk.second_to) if later else (1, len(restart))
         if hi > len(restart):
-            raise ValueError(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
+            raise BadInput(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
                              f"with these answers, not {hi}")
         opts = Options(timeline=collect, points=depth == 3, notes=depth == 3)
         for q in range(lo, hi + 1):
@@ -273,7 +274,7 @@ def _noted(cfg: Config, p: Played, process: int, point: int, what: str) -> tuple
     """The kind of a restart's `point` (process `process` of `p`) and the state noted there."""
     notes = p.restarts or []
     if point > len(notes):
-        raise ValueError(f"{cfg.label}: {what} reaches {len(notes)} points with these answers, not {point}")
+        raise BadInput(f"{cfg.label}: {what} reaches {len(notes)} points with these answers, not {point}")
     restart = p.processes[process].points
     assert restart is not None
     return restart[point - 1][0], notes[point - 1]

@@ -54,6 +54,7 @@ from agentcore.crash import AS_IS, FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan, 
 from agentcore.crashmodels import CRASH_MODELS
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.durable.loop import Loop, ToolGaveUp
+from agentcore.errors import BadInput
 from agentcore.harness import kill
 from agentcore.harness.disk import WorkBudget
 from agentcore.harness.files import Folder, lay_out, scenario_disk
@@ -128,11 +129,11 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
 
 def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
     """The tracker's effects after `cfg`'s uninterrupted run, unchecked (agentcore.checker.effects makes
-    the truth of them); ValueError if the run does not finish."""
+    the truth of them); BadInput if the run does not finish."""
     scenario = _Scenario(cfg, (), Options(), None, None, None, check=False)
     played = scenario.run()
     if played.status != "done":
-        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({played.status})")
+        raise BadInput(f"{cfg.label}: the uninterrupted run did not finish ({played.status})")
     return scenario.world.tracker.effects
 
 

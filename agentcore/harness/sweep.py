@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from agentcore.config import Config
+from agentcore.errors import BadInput, ConfigError
 from agentcore.harness.chunks import (
     Chunk,
     ChunkResult,
@@ -39,7 +40,7 @@ class Workdir:
 
     def __init__(self, disk: str) -> None:
         if disk not in DISKS:
-            raise ValueError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
+            raise ConfigError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
         self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir()) if disk == "files" else None
 
     def __enter__(self) -> str | None:
@@ -64,9 +65,9 @@ def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, worke
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
     equal states where agentcore.harness.merge allows it; `keep`: the records (else each chunk's row)."""
     if depth not in SWEEP_DEPTHS:
-        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
+        raise BadInput(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
+        raise BadInput(f"workers must be at least 1, not {workers}")
     with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
@@ -91,7 +92,7 @@ def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool
     live, "memory" or (real) "files"; `merge`: equal states (agentcore.harness.merge), the same records;
     `keep`: the records (without them, the same rows, sooner)."""
     if collect and not keep:
-        raise ValueError("timelines are collected only into records that are kept")
+        raise BadInput("timelines are collected only into records that are kept")
     with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]

@@ -39,6 +39,7 @@ from collections import Counter
 from typing import Any
 
 from agentcore.crash import Hook, Kind
+from agentcore.errors import ConfigError
 from agentcore.standins.faults import tracker_fault
 from agentcore.standins.model import job_origin
 
@@ -57,8 +58,8 @@ class Tracker:
 
     def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
-            raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
-        kind, n = tracker_fault(fault)  # agentcore.standins.faults: raises ValueError for a fault it does not know
+            raise ConfigError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
+        kind, n = tracker_fault(fault)  # agentcore.standins.faults: raises ConfigError for a fault it does not know
         self.mode = mode
         self.fault = fault
         self.effects: list[dict[str, Any]] = []

@@ -31,15 +31,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 import agentcore as agentaudit
-from agentcore import MODES, JobError, parse_job
+from agentcore import MODES, ConfigError, JobError, parse_job
 from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
+from sweeps.errors import BadRequest
 from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
 from sweeps.services import recovery
@@ -52,13 +52,13 @@ def _job(job_source: str, source_name: str = "the job") -> Any:
     try:
         return parse_job(job_source, source_name)
     except JobError as e:
-        raise ValidationError(str(e)) from e
+        raise BadRequest(str(e)) from e
 
 
 def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: list[str],
                  worlds: list[str] | None = None, source_name: str = "the job") -> Audit:
     """Check and store an audit and its units, and enqueue the units on commit. Raises
-    ValidationError (nothing stored) for a bad job, design, tracker mode or world model."""
+    BadRequest (nothing stored) for a bad job, design, tracker mode or world model."""
     check(isinstance(job_source, str) and 0 < len(job_source.encode()) <= MAX_JOB_BYTES,
           f"the job must be JSON text of at most {MAX_JOB_BYTES} bytes")
     job = _job(job_source, source_name)
@@ -67,16 +67,16 @@ def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: li
     for name in designs:
         try:
             design(name)
-        except ValueError as e:
-            raise ValidationError(str(e)) from e
+        except ConfigError as e:
+            raise BadRequest(str(e)) from e
     bad = [t for t in trackers if t not in MODES]
     check(not bad, f"unknown tracker mode {', '.join(map(repr, bad))} (choose from {', '.join(MODES)})")
     names = [w.name for w in agentaudit.WORLDS] if worlds is None else list(worlds)
     check(bool(names), "choose at least one world model")
     try:
         chosen = {agentaudit.world(n).name for n in names}
-    except ValueError as e:
-        raise ValidationError(str(e)) from e
+    except ConfigError as e:
+        raise BadRequest(str(e)) from e
     ordered = [w.name for w in agentaudit.WORLDS if w.name in chosen]
     designs, trackers = list(dict.fromkeys(designs)), list(dict.fromkeys(trackers))
     with transaction.atomic():

@@ -3,7 +3,9 @@ request, checked and planned once, is sweeps.request's; the checks are sweeps.co
 sweeps.plan's.)
 
 Rules:
-- Bad input, and a sweep too big to launch, store nothing (ValidationError).
+- Bad input (BadRequest), and a sweep too big to launch (PlanTooBig), store nothing (sweeps.errors).
+- The broker's and the database's errors are raised as they are (sweeps.errors.reaching turns them
+  into ServiceUnreachable where a page or a command calls).
 - A full disk while the sweep is stored rolls it back: nothing stored, the error as raised. A full
   disk while its tasks are queued, after the commit, leaves the sweep and its chunks stored with
   some tasks queued: StoredUnqueued says so, with what is stored, and the sweep is failed with that
@@ -20,6 +22,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 
 from sweeps import diskfull, selectors
 from sweeps.configs import check
+from sweeps.errors import SweepsiteError
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep, take
 from sweeps.request import LaunchRequest, launch_request
@@ -27,7 +30,7 @@ from sweeps.services import lifecycle
 from sweeps.workqueue import publish
 
 
-class StoredUnqueued(Exception):
+class StoredUnqueued(SweepsiteError):
     """The disk filled while a launch queued the stored sweep's tasks (see the rules); the message
     says what is stored and that it can be resumed."""
 

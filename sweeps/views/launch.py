@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from sweeps import configs, limits, roles, selectors
 from sweeps import plan as planning
+from sweeps.errors import ServiceUnreachable, reaching
 from sweeps.forms.jobfiles import new_request_token
 from sweeps.forms.launch import LaunchForm
 from sweeps.forms.lists import PageForm
@@ -120,7 +121,9 @@ def _launch(request: HttpRequest) -> HttpResponse:
     if asked is None:
         return _render_list(request, form, status=400)
     try:
-        sweep = launch.sweep_create(user=request.user, request_token=form.cleaned_data["request_token"], asked=asked)
+        with reaching():
+            sweep = launch.sweep_create(user=request.user, request_token=form.cleaned_data["request_token"],
+                                        asked=asked)
     except ValidationError as e:
         for message in e.messages:
             form.add_error(None, message)
@@ -128,7 +131,7 @@ def _launch(request: HttpRequest) -> HttpResponse:
     except launch.StoredUnqueued as e:  # stored, and partly queued: the message says what and how to go on
         form.add_error(None, f"the sweep did not start in full: {e}")
         return _render_list(request, form, status=507)
-    except errors.UNREACHABLE as e:  # rolled back: nothing is stored
+    except ServiceUnreachable as e:  # rolled back: nothing is stored
         form.add_error(None, errors.unreachable("the sweep could not be started", e,
                                                 then="launch it again (nothing was stored)"))
         return _render_list(request, form, status=errors.unreachable_status(e))

@@ -48,7 +48,7 @@ def _durable_problems(question_ids: list[int]) -> dict[int, str]:
         try:
             replay.check_durable(durable, f"question {pk}")
         except errors.STATE_ERRORS as e:
-            problems[pk] = errors.state_error(e, f"question {pk}")
+            problems[pk] = errors.state_error(e)
     return problems
 
 

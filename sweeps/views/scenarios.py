@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.paginator import InvalidPage, Page
 from django.http import (
     Http404,
@@ -17,7 +18,7 @@ from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
-from agentcore import jobs
+from agentcore import BadInput, jobs
 from sweeps import charts, cost, limits, pagecache, replay, selectors, swimlanes
 from sweeps.forms.lists import HeatmapForm
 from sweeps.forms.witness import WitnessForm
@@ -154,7 +155,7 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     except cost.TooCostly as e:  # the page without its timeline, answered as bad input is
         error, status = " ".join(e.messages), 400
     except errors.STATE_ERRORS as e:  # a corrupt stored state; a stored job or sweep that no longer fits
-        error = errors.state_error(e, f"scenario {scenario.pk}")
+        error = errors.state_error(e)
     if not _list_of_dicts(timeline):
         error = error or f"scenario {scenario.pk}: the stored timeline is corrupt (not a list of events)"
         timeline = []
@@ -211,10 +212,10 @@ def witness(request: HttpRequest) -> HttpResponse:
     try:
         cfg, played = replay.witness_replay(job, d["variant"], d["design"], d["tracker"], d["runs"], d["first"],
                                             d["second"], d["conditions"])
-    except ValueError as e:
-        return bad_request(request, str(e))
-    except cost.TooCostly as e:
+    except ValidationError as e:  # a variant or crash point the job has not (a BadRequest), or too costly
         return bad_request(request, " ".join(e.messages))
+    except BadInput as e:  # agentcore refused what the link asks for
+        return bad_request(request, str(e))
     return render(request, "sweeps/witness.html", {
         "cfg": cfg, "played": played, "d": d, "job_name": job.name, "conditions": cfg.conditions, "error": "",
         **_timeline_context(played.timeline or [], played.effects or []),

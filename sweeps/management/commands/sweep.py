@@ -11,8 +11,9 @@ control, a few seconds at most) whether a worker consumes the queue, and if none
 start one, storing nothing. A progress bar (chunks stored / total, read from
 the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
 (services.recovery.sweep_wait): chunks whose messages were lost are queued again. User errors
-are one line (CommandError). The command only parses, calls services, selectors and sweeps.workqueue.workers,
-and prints: it reads nothing from the database itself.
+are one line (CommandError: sweeps.management.commands._errors says the dashboard's). The command
+only parses, calls services, selectors and sweeps.workqueue.workers, and prints: it reads nothing
+from the database itself.
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ import os
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError
-from kombu.exceptions import KombuError
 from tqdm import tqdm
 
-from agentcore import CheckpointError, jobs, report
+from agentcore import jobs, report
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, diskfull, replay, selectors
+from sweeps import configs, replay, selectors
+from sweeps.errors import UnusableState
 from sweeps.limits import STALL_SECONDS
+from sweeps.management.commands._errors import one_line
 from sweeps.models import Sweep
 from sweeps.request import launch_request
 from sweeps.services import launch, recovery
@@ -80,21 +80,14 @@ class Command(BaseCommand):
             if not os.path.isdir(folder):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
-            asked = launch_request(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                   source_name=source_name, **conditions)
-            if not options["workers"]:  # user errors first, then whether anything would run it
-                self._need_workers()
-            sweep = launch.sweep_create(user=None, asked=asked)
-        except ValidationError as e:
-            raise CommandError("; ".join(e.messages)) from None
+            with one_line("the sweep could not be started"):  # a full disk before the commit: rolled back
+                asked = launch_request(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
+                                       source_name=source_name, **conditions)
+                if not options["workers"]:  # user errors first, then whether anything would run it
+                    self._need_workers()
+                sweep = launch.sweep_create(user=None, asked=asked)
         except launch.StoredUnqueued as e:
             raise CommandError(f"the sweep did not start in full: {e}") from None
-        except (KombuError, DatabaseError, OSError) as e:
-            if diskfull.full(e):  # before the commit: rolled back
-                raise CommandError(f"the sweep could not be started: the disk is full ({diskfull.reason(e)}); "
-                                   f"nothing was stored: {diskfull.ADVICE}, then run it again") from None
-            raise CommandError(f"the sweep could not be started: the broker or the database is unreachable "
-                               f"({type(e).__name__}: {e})") from None
         started = workers.start_workers(options["workers"]) if options["workers"] else []
         try:
             self._wait(sweep, started, options["timeout"])
@@ -124,13 +117,8 @@ class Command(BaseCommand):
     def _need_workers(self) -> None:
         """Without --workers, a worker must be running on the queue: else say so within seconds
         (nothing is stored) rather than wait at 0 % for ever."""
-        try:
+        with one_line("cannot ask the workers", down="the broker"):
             waited = workers.await_queue_worker()
-        except (KombuError, OSError) as e:
-            if diskfull.full(e):
-                raise CommandError(f"cannot ask the workers: the disk is full ({diskfull.reason(e)}); nothing was "
-                                   f"stored: {diskfull.ADVICE}, then run it again") from None
-            raise CommandError(f"cannot ask the workers: the broker is unreachable ({type(e).__name__}: {e})") from None
         if waited:
             raise CommandError(f"no Celery worker answers on queue {workers.queue_name()} (asked for "
                                f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
@@ -162,5 +150,5 @@ class Command(BaseCommand):
             with open(path, "w") as f:
                 for rec in replay.scenario_records(sweep_id):
                     f.write(json.dumps(rec.to_dict()) + "\n")
-        except (OSError, CheckpointError) as e:
+        except (OSError, UnusableState) as e:
             raise CommandError(f"--records {path}: {e}") from None
