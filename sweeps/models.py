@@ -250,11 +250,10 @@ class Question(models.Model):
 
 
 class Audit(models.Model):
-    """An audit (agentcore.harness.audit) of a job: every selected design x tracker mode under every
-    selected world model, at depth 2 with agentcore.checker.worlds.RUNS job runs, on the job and its
-    variants. Its units hold only counts and witness candidates; "done" is a fact of the database
-    (every unit stored), and the verdicts (with each broken subject's witness, replayed once) are
-    cached by its finish."""
+    """An audit (agentcore.harness.audit) of a job: each selected design x tracker mode under each selected
+    world, at depth 2 with agentcore.checker.worlds.RUNS job runs, on the job and its variants. Its units hold
+    only counts and witness candidates; "done" is a fact of the database (every unit stored), and the
+    verdicts (with each broken subject's witness, replayed once) are cached by its finish."""
 
     class Status(models.TextChoices):
         RUNNING = "running"
