@@ -91,11 +91,16 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
 def add_condition(s: argparse.ArgumentParser, c: Condition) -> None:
     """A condition's option, from its declaration: its choices, or its spellings (checked by its
     parser), or a whole number; its help with its default."""
-    kind: dict[str, object] = ({"choices": c.values} if c.choices
-                               else {"type": _spelled(c.parse), "metavar": "|".join(c.spellings)} if c.parse
-                               else {"type": whole_number(c.minimum)})
-    s.add_argument(c.flag, dest=c.name, default=c.text(c.default), help=f"{c.long_help} (default {c.text(c.default)})",
-                   **kind)  # type: ignore[arg-type]
+    kind: dict[str, object] = (
+        {"choices": c.values}
+        if c.choices
+        else {"type": _spelled(c.parse), "metavar": "|".join(c.spellings)}
+        if c.parse
+        else {"type": whole_number(c.minimum)}
+    )
+    s.add_argument(
+        c.flag, dest=c.name, default=c.text(c.default), help=f"{c.long_help} (default {c.text(c.default)})", **kind
+    )  # type: ignore[arg-type]
 
 
 def option_conditions(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -103,15 +108,21 @@ def option_conditions(options: Mapping[str, Any]) -> dict[str, Any]:
     return {c.name: c.value(options[c.name]) for c in CONDITIONS}
 
 
-def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
-                       workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
+def add_sweep_commands(
+    sub: argparse._SubParsersAction, workers_default: int | None = 1, workers_help: str = "worker processes (default 1)"
+) -> list[argparse.ArgumentParser]:
     """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
 
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--format", choices=report.FORMATS, default="text")
         s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
-        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                       help="crash once, once and again in the restart (default), or in the second restart too")
+        s.add_argument(
+            "--depth",
+            type=int,
+            choices=SWEEP_DEPTHS,
+            default=DEFAULT_SWEEP_DEPTH,
+            help="crash once, once and again in the restart (default), or in the second restart too",
+        )
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
         for c in CONDITIONS:
             add_condition(s, c)
@@ -133,24 +144,52 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
     sub = p.add_subparsers(dest="command", required=True)
     for s in add_sweep_commands(sub):
-        s.add_argument("--no-merge", dest="merge", action="store_false",
-                       help="play every scenario, never a restart from a state played before (the same "
-                            "records, slower: agentcore.harness.merge)")
+        s.add_argument(
+            "--no-merge",
+            dest="merge",
+            action="store_false",
+            help="play every scenario, never a restart from a state played before (the same "
+            "records, slower: agentcore.harness.merge)",
+        )
     a = sub.add_parser("audit", help="every design under every world model: one verdict each")
     a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
-    a.add_argument("--design", action="append", default=[], metavar="D",
-                   help=f"a design (repeatable; default all: {', '.join(designs.DESIGNS)})")
+    a.add_argument(
+        "--design",
+        action="append",
+        default=[],
+        metavar="D",
+        help=f"a design (repeatable; default all: {', '.join(designs.DESIGNS)})",
+    )
     a.add_argument("--bug", action="append", default=[], metavar="BUG", help="plant a bug in each design (tests)")
-    a.add_argument("--tracker", action="append", default=[], metavar="T",
-                   help=f"a tracker mode (repeatable; default all: {', '.join(MODES)})")
-    a.add_argument("--world", action="append", default=[], metavar="W",
-                   help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
+    a.add_argument(
+        "--tracker",
+        action="append",
+        default=[],
+        metavar="T",
+        help=f"a tracker mode (repeatable; default all: {', '.join(MODES)})",
+    )
+    a.add_argument(
+        "--world",
+        action="append",
+        default=[],
+        metavar="W",
+        help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})",
+    )
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
-    a.add_argument("--depth", type=int, choices=audit.AUDIT_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                   help="crash once, or once and again (default 2)")
-    a.add_argument("--format", choices=audit.AUDIT_FORMATS, default="text",
-                   help="text or json: the verdicts (a broken design's later worlds are not swept); "
-                        "markdown: the table of every design under every world (every cell swept)")
+    a.add_argument(
+        "--depth",
+        type=int,
+        choices=audit.AUDIT_DEPTHS,
+        default=DEFAULT_SWEEP_DEPTH,
+        help="crash once, or once and again (default 2)",
+    )
+    a.add_argument(
+        "--format",
+        choices=audit.AUDIT_FORMATS,
+        default="text",
+        help="text or json: the verdicts (a broken design's later worlds are not swept); "
+        "markdown: the table of every design under every world (every cell swept)",
+    )
     a.add_argument("--site", default=SITE, help=f"the dashboard the witness links go to (default {SITE})")
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
@@ -177,13 +216,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_writable(args.records)
         progress = Progress("sweeping")
         try:
-            result = sweep.sweep(configs, depth=args.depth, workers=args.workers,
-                                 collect=bool(args.records), progress=progress, merge=args.merge,
-                                 keep=bool(args.records))
+            result = sweep.sweep(
+                configs,
+                depth=args.depth,
+                workers=args.workers,
+                collect=bool(args.records),
+                progress=progress,
+                merge=args.merge,
+                keep=bool(args.records),
+            )
         finally:
             progress.close()
-        print(f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)",
-              file=sys.stderr)
+        print(
+            f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)", file=sys.stderr
+        )
         if args.records:
             with open(args.records, "w") as f:
                 for rec in sweep.each_record(result):
@@ -216,8 +262,17 @@ def _audit(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
     try:
-        result = audit.audit(job, chosen, args.tracker or MODES, worlds, args.depth, args.workers,
-                             every=args.format == "markdown", site=args.site, progress=progress)
+        result = audit.audit(
+            job,
+            chosen,
+            args.tracker or MODES,
+            worlds,
+            args.depth,
+            args.workers,
+            every=args.format == "markdown",
+            site=args.site,
+            progress=progress,
+        )
     finally:
         if shown:
             shown[-1].close()

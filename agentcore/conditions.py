@@ -87,39 +87,98 @@ def _titled(titles: dict[str, str]) -> tuple[tuple[str, str], ...]:
 
 
 CONDITIONS: tuple[Condition, ...] = (
-    Condition("crash_model", str, "panic", "crash model", "what a crash leaves of the checkpoint files", "crash",
-              choices=_titled({m.name: m.title for m in crashmodels.CRASH_MODELS.values()}),
-              says="{}", always=True),
-    Condition("fsync", bool, True, "fsync", "the checkpoint store syncs its files and folder", "crash",
-              choices=(("on", "on: each save syncs the file and its folder"), ("off", "off: no sync")),
-              explained="whether the checkpoint store syncs what it saves", says="fsync {}", always=True),
-    Condition("tracker_fault", str, "none", "tracker fault",
-              "none, crash (it can crash too), ttl:N (it forgets keys after N requests) or strict-params", "world",
-              parse=faults.tracker_fault, spellings=faults.TRACKER_FAULTS,
-              suggestions=("none", "crash", "ttl:5", "strict-params"),
-              explained="none: it never fails; crash: it can crash too; ttl:N: it forgets keys after N requests; "
-                        "strict-params: it refuses a key repeated with other arguments"),
-    Condition("tool_faults", str, "first", "tool faults",
-              "first, k:N or always: which attempts of a flaky tool's changing call fail", "world",
-              parse=faults.tool_failures, spellings=faults.TOOL_FAULTS, suggestions=("first", "k:2", "always"),
-              explained="first: a flaky tool fails the first attempt of each changing call; k:N: the first N "
-                        "attempts; always: every attempt (designs with a flaky tool only)"),
-    Condition("person_faults", str, "truthful", "person faults",
-              "truthful, deny:P, wrong:P or adversarial: how the scripted person answers", "world",
-              parse=faults.person_faults, spellings=faults.PERSON_FAULTS,
-              suggestions=("truthful", "deny:0.5", "wrong:0.5", "adversarial"),
-              explained="how the scripted person answers: truthful; deny:P: denies an approval with probability "
-                        "P; wrong:P: answers \"did it happen?\" wrong with probability P; adversarial: always wrong",
-              option="--person", says="person: {}"),
-    Condition("model", str, "fixed", "model", "what the model replies when asked again", "world",
-              choices=_titled({"fixed": "fixed: asked again, the same reply with the same call IDs",
-                               "fresh-ids": "fresh-ids: the same calls under new call IDs",
-                               "fickle": "fickle: other calls (seeded)"}),
-              parse=faults.model, spellings=faults.MODELS,
-              explained="what the model replies when a restart asks it again"),
-    Condition("seed", int, 0, "seed", "seeds the person's and the model's random choices", "world",
-              explained="seeds the person's and the model's random choices: the same seed, the same sweep",
-              matters=lambda c: c["model"] == "fickle" or c["person_faults"] != "truthful"),
+    Condition(
+        "crash_model",
+        str,
+        "panic",
+        "crash model",
+        "what a crash leaves of the checkpoint files",
+        "crash",
+        choices=_titled({m.name: m.title for m in crashmodels.CRASH_MODELS.values()}),
+        says="{}",
+        always=True,
+    ),
+    Condition(
+        "fsync",
+        bool,
+        True,
+        "fsync",
+        "the checkpoint store syncs its files and folder",
+        "crash",
+        choices=(("on", "on: each save syncs the file and its folder"), ("off", "off: no sync")),
+        explained="whether the checkpoint store syncs what it saves",
+        says="fsync {}",
+        always=True,
+    ),
+    Condition(
+        "tracker_fault",
+        str,
+        "none",
+        "tracker fault",
+        "none, crash (it can crash too), ttl:N (it forgets keys after N requests) or strict-params",
+        "world",
+        parse=faults.tracker_fault,
+        spellings=faults.TRACKER_FAULTS,
+        suggestions=("none", "crash", "ttl:5", "strict-params"),
+        explained="none: it never fails; crash: it can crash too; ttl:N: it forgets keys after N requests; "
+        "strict-params: it refuses a key repeated with other arguments",
+    ),
+    Condition(
+        "tool_faults",
+        str,
+        "first",
+        "tool faults",
+        "first, k:N or always: which attempts of a flaky tool's changing call fail",
+        "world",
+        parse=faults.tool_failures,
+        spellings=faults.TOOL_FAULTS,
+        suggestions=("first", "k:2", "always"),
+        explained="first: a flaky tool fails the first attempt of each changing call; k:N: the first N "
+        "attempts; always: every attempt (designs with a flaky tool only)",
+    ),
+    Condition(
+        "person_faults",
+        str,
+        "truthful",
+        "person faults",
+        "truthful, deny:P, wrong:P or adversarial: how the scripted person answers",
+        "world",
+        parse=faults.person_faults,
+        spellings=faults.PERSON_FAULTS,
+        suggestions=("truthful", "deny:0.5", "wrong:0.5", "adversarial"),
+        explained="how the scripted person answers: truthful; deny:P: denies an approval with probability "
+        'P; wrong:P: answers "did it happen?" wrong with probability P; adversarial: always wrong',
+        option="--person",
+        says="person: {}",
+    ),
+    Condition(
+        "model",
+        str,
+        "fixed",
+        "model",
+        "what the model replies when asked again",
+        "world",
+        choices=_titled(
+            {
+                "fixed": "fixed: asked again, the same reply with the same call IDs",
+                "fresh-ids": "fresh-ids: the same calls under new call IDs",
+                "fickle": "fickle: other calls (seeded)",
+            }
+        ),
+        parse=faults.model,
+        spellings=faults.MODELS,
+        explained="what the model replies when a restart asks it again",
+    ),
+    Condition(
+        "seed",
+        int,
+        0,
+        "seed",
+        "seeds the person's and the model's random choices",
+        "world",
+        explained="seeds the person's and the model's random choices: the same seed, the same sweep",
+        matters=lambda c: c["model"] == "fickle" or c["person_faults"] != "truthful",
+    ),
 )
 NAMED = {c.name: c for c in CONDITIONS}
 DEFAULTS = {c.name: c.default for c in CONDITIONS}
@@ -130,5 +189,8 @@ assert NAMED["model"].values == faults.MODELS, "the model's titles are agentcore
 def words(values: Mapping[str, object]) -> str:
     """The conditions in words: each one `always` said, then each other one not at its default where
     it `matters` ("power-cut, fsync off, tracker fault: crash"). `values`: every condition's."""
-    return ", ".join(c.said(values[c.name]) for c in CONDITIONS
-                     if c.always or (values[c.name] != c.default and (c.matters is None or c.matters(values))))
+    return ", ".join(
+        c.said(values[c.name])
+        for c in CONDITIONS
+        if c.always or (values[c.name] != c.default and (c.matters is None or c.matters(values)))
+    )

@@ -28,8 +28,20 @@ from agentcore.standins.tracker import Tracker
 PERSONS = ("scripted", "queue")
 # The conditions a table is swept under, with their defaults (the chapter's world): agentcore.conditions'.
 CONDITIONS = declared.DEFAULTS
-__all__ = ["CONDITIONS", "CRASH_MODELS", "MODELS", "PERSONS", "PERSON_FAULTS", "TABLE", "TOOL_FAULTS",
-           "TRACKER_FAULTS", "Config", "conditions", "config_name", "table_configs"]
+__all__ = [
+    "CONDITIONS",
+    "CRASH_MODELS",
+    "MODELS",
+    "PERSONS",
+    "PERSON_FAULTS",
+    "TABLE",
+    "TOOL_FAULTS",
+    "TRACKER_FAULTS",
+    "Config",
+    "conditions",
+    "config_name",
+    "table_configs",
+]
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -90,10 +102,19 @@ class _Configured:
 
 Config = make_dataclass(
     "Config",
-    [("job", Job), ("design", Design), ("tracker", str), ("runs", int, field(default=1)),
-     ("person", str, field(default="scripted")), ("name", str, field(default="")),
-     *((c.name, c.type, field(default=c.default)) for c in declared.CONDITIONS)],
-    bases=(_Configured,), frozen=True, slots=True)
+    [
+        ("job", Job),
+        ("design", Design),
+        ("tracker", str),
+        ("runs", int, field(default=1)),
+        ("person", str, field(default="scripted")),
+        ("name", str, field(default="")),
+        *((c.name, c.type, field(default=c.default)) for c in declared.CONDITIONS),
+    ],
+    bases=(_Configured,),
+    frozen=True,
+    slots=True,
+)
 Config.__module__ = __name__  # where pickle finds it (worker processes get configurations pickled)
 
 

@@ -39,8 +39,19 @@ from agentcore.errors import BadInput
 
 # The chapter's columns, then the ones its world could not show (0 in the chapter's world).
 CHAPTER_COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
-COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable",
-           "calls_plus")
+COLUMNS = (
+    "once",
+    "twice",
+    "with_dups",
+    "dups",
+    "missing",
+    "wrong",
+    "gave_up",
+    "denied_ran",
+    "asks",
+    "avoidable",
+    "calls_plus",
+)
 EXTRA_COLUMNS = tuple(c for c in COLUMNS if c not in CHAPTER_COLUMNS)
 # thrice (depth 3) is in every format only when a row has some, after twice: a depth-2 table keeps
 # its shape to the byte (`columns`).

@@ -19,9 +19,20 @@ from agentcore.records import CHAPTER_COLUMNS, COLUMNS, DEPTH_COLUMNS, TableRow
 from agentcore.records import columns as table_columns
 
 FORMATS = ("text", "json", "csv", "markdown")
-TITLES = {"once": "once", "twice": "twice", "with_dups": "with dups", "dups": "dups", "missing": "missing",
-          "wrong": "wrong", "gave_up": "gave up", "denied_ran": "denied ran", "asks": "asks",
-          "avoidable": "avoidable", "calls_plus": "calls+", "thrice": "thrice"}
+TITLES = {
+    "once": "once",
+    "twice": "twice",
+    "with_dups": "with dups",
+    "dups": "dups",
+    "missing": "missing",
+    "wrong": "wrong",
+    "gave_up": "gave up",
+    "denied_ran": "denied ran",
+    "asks": "asks",
+    "avoidable": "avoidable",
+    "calls_plus": "calls+",
+    "thrice": "thrice",
+}
 assert tuple(TITLES) == COLUMNS + DEPTH_COLUMNS, "a title per column"
 
 

@@ -32,11 +32,13 @@ class TooCostly(BadRequest):
 
 
 def refusal(what: str, steps: int, bound: int, *, counted: bool = True) -> TooCostly:
-    """"this witness would take about 1,234,567 steps of work; the bound is 400,000 (...)";
+    """ "this witness would take about 1,234,567 steps of work; the bound is 400,000 (...)";
     `counted` false: the count stopped at `steps` (more than that)."""
     about = "about" if counted else "more than"
-    return TooCostly(f"{what} would take {about} {steps:,} steps of work; the bound is {bound:,} ({STEP}): "
-                     f"{FEWER}", code="too_costly")
+    return TooCostly(
+        f"{what} would take {about} {steps:,} steps of work; the bound is {bound:,} ({STEP}): {FEWER}",
+        code="too_costly",
+    )
 
 
 def play_cost(cfg: agentsweep.Config, bound: int) -> tuple[int, int]:
@@ -73,5 +75,7 @@ def bounded(what: str, bound: int) -> Iterator[agentsweep.WorkBudget]:
     try:
         yield budget
     except agentsweep.OverBudget as e:
-        raise TooCostly(f"{what} stopped after {e.spent:,} steps of work; the bound is {bound:,} ({STEP}): "
-                        f"{FEWER}", code="too_costly") from None
+        raise TooCostly(
+            f"{what} stopped after {e.spent:,} steps of work; the bound is {bound:,} ({STEP}): {FEWER}",
+            code="too_costly",
+        ) from None

@@ -44,26 +44,35 @@ def check_pending_durables(sc: Scenario) -> None:
             check_durable(q.durable, f"question {q.pk} (scenario {sc.pk})")
 
 
-def scenario_replay(sc: Scenario, bound: int | None = TIMELINE_STEPS) -> tuple[list[dict[str, Any]],
-                                                                              list[dict[str, Any]]]:
+def scenario_replay(
+    sc: Scenario, bound: int | None = TIMELINE_STEPS
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Play a stored scenario again with agentcore (its plan and any answers given): the
     timeline and the tracker's effects. Within `bound` steps (None: a command's, any number), or
     TooCostly before it starts (or where the estimate was wrong, when it reaches the bound);
     UnusableState for a stored sweep or scenario agentcore no longer plays (stored_config)."""
+
     def answers(**scenario: Any) -> dict[str, bool]:
-        return {qid: bool(a) for qid, a in Question.objects.filter(answer__isnull=False, **scenario)
-                .values_list("qid", "answer")}
+        return {
+            qid: bool(a)
+            for qid, a in Question.objects.filter(answer__isnull=False, **scenario).values_list("qid", "answer")
+        }
 
     cfg = stored_config(sc)
     what = f"scenario {sc.pk}"
     once: dict[str, bool] = {}
     if sc.second_point and sc.sweep.person == Sweep.Person.QUEUE:  # its restart went on with these
-        once = answers(scenario__sweep_id=sc.sweep_id, scenario__config=sc.config,
-                       scenario__first_point=sc.first_point, scenario__second_point=0)
+        once = answers(
+            scenario__sweep_id=sc.sweep_id,
+            scenario__config=sc.config,
+            scenario__first_point=sc.first_point,
+            scenario__second_point=0,
+        )
     if bound is None:
         with reading(what):
-            played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
-                                       sc.third_point or None)
+            played = agentsweep.replay(
+                cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once, sc.third_point or None
+            )
         return played.timeline or [], played.effects or []
     # A play of the run for the truth its effects are checked against, and the replay's: the once
     # scenario, then from the states noted in its restarts. A queue person's run is costed to its
@@ -73,8 +82,15 @@ def scenario_replay(sc: Scenario, bound: int | None = TIMELINE_STEPS) -> tuple[l
     with reading(what):
         cost.estimate(replaying, [(replace(cfg, person="scripted"), plays)], bound)
         with cost.bounded(replaying, bound) as budget:
-            played = agentsweep.replay(cfg, sc.first_point, sc.second_point or None, answers(scenario=sc), once,
-                                       sc.third_point or None, budget=budget)
+            played = agentsweep.replay(
+                cfg,
+                sc.first_point,
+                sc.second_point or None,
+                answers(scenario=sc),
+                once,
+                sc.third_point or None,
+                budget=budget,
+            )
     return played.timeline or [], played.effects or []
 
 
@@ -92,11 +108,14 @@ def stored_config(sc: Scenario) -> agentsweep.Config:
     or conditions."""
     what, stored = f"scenario {sc.pk}", sc.sweep.configs
     if not (isinstance(stored, list) and all(_stored_config(c) for c in stored)):
-        raise UnusableState(f"{what}: the stored state cannot be used (the sweep's configurations are not a list "
-                            "of names, designs and tracker modes)")
+        raise UnusableState(
+            f"{what}: the stored state cannot be used (the sweep's configurations are not a list "
+            "of names, designs and tracker modes)"
+        )
     if not 0 <= sc.config < len(stored):
-        raise UnusableState(f"{what}: the stored state cannot be used (configuration {sc.config} of a sweep of "
-                            f"{len(stored)})")
+        raise UnusableState(
+            f"{what}: the stored state cannot be used (configuration {sc.config} of a sweep of {len(stored)})"
+        )
     with reading(what):
         return agent_config(sc.sweep, sc.config)
 
@@ -121,8 +140,16 @@ def witness_cost(cfg: agentsweep.Config, second: int | None) -> int:
     return cost.estimate(WITNESS, [(cfg, 3 if second is None else 4)], WITNESS_STEPS)
 
 
-def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs: int, first: int,
-                   second: int | None, conditions: Conditions) -> tuple[agentsweep.Config, agentsweep.Played]:
+def witness_replay(
+    job: Job,
+    variant: str,
+    design_name: str,
+    tracker: str,
+    runs: int,
+    first: int,
+    second: int | None,
+    conditions: Conditions,
+) -> tuple[agentsweep.Config, agentsweep.Played]:
     """One scenario of the audit (agentcore.harness.audit), played again with its timeline: the job or its
     variant, crashed at `first` and, in a twice scenario, at `second` of the restart. Raises
     BadRequest for a variant the job cannot have or a crash point the scenario never reaches, and
@@ -132,8 +159,7 @@ def witness_replay(job: Job, variant: str, design_name: str, tracker: str, runs:
     by_name = {v.name: v.job for v in made}
     if variant not in by_name:
         raise BadRequest(f"job {job.name} has no variant {variant!r}: {dict(skipped).get(variant, 'unknown')}")
-    cfg = agentsweep.Config(by_name[variant], design(design_name), tracker, runs, "scripted",
-                            **conditions._asdict())
+    cfg = agentsweep.Config(by_name[variant], design(design_name), tracker, runs, "scripted", **conditions._asdict())
     witness_cost(cfg, second)
     with cost.bounded(WITNESS, WITNESS_STEPS) as budget:
         reached = len(agentsweep.points(cfg, budget=budget))

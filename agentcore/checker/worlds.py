@@ -27,9 +27,10 @@ from agentcore.limits import DEFAULT_SWEEP_DEPTH, MAX_ATTEMPTS
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
 TTL = DEFAULT_SWEEP_DEPTH + 1
-KILL_NOTE = ("kill is left out: tests/agentcore/harness/test_crash_models.py proves its records equal panic's, "
-             "at about 20 times the cost")
-
+KILL_NOTE = (
+    "kill is left out: tests/agentcore/harness/test_crash_models.py proves its records equal panic's, "
+    "at about 20 times the cost"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +60,11 @@ WORLDS: tuple[World, ...] = (
     World("model-fickle", {"model": "fickle", "seed": 0}),
 )
 assert all(set(w.conditions) <= set(CONDITIONS) for w in WORLDS), "worlds change Config's conditions only"
-EXCUSES = {"tool": "the tool did not recover within the loop's attempts: the loop gave up and said so",
-           "person": "the person was wrong where no key or lookup could check the answer",
-           "fsync": "the store did not sync: a power cut took its checkpoint (the chapter's advice is to sync)"}
+EXCUSES = {
+    "tool": "the tool did not recover within the loop's attempts: the loop gave up and said so",
+    "person": "the person was wrong where no key or lookup could check the answer",
+    "fsync": "the store did not sync: a power cut took its checkpoint (the chapter's advice is to sync)",
+}
 
 
 def world(name: str) -> World:

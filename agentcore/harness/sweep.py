@@ -20,12 +20,7 @@ from dataclasses import dataclass
 
 from agentcore.config import Config
 from agentcore.errors import BadInput, ConfigError
-from agentcore.harness.chunks import (
-    Chunk,
-    ChunkResult,
-    points,
-    run_chunk,
-)
+from agentcore.harness.chunks import Chunk, ChunkResult, points, run_chunk
 from agentcore.harness.disk import ram_dir
 from agentcore.harness.pool import run_parallel
 from agentcore.limits import SWEEP_DEPTHS
@@ -59,9 +54,16 @@ def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk
     return chunks
 
 
-def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
-               collect: bool = False, disk: str = "memory", merge: bool = True,
-               keep: bool = True) -> Iterator[ChunkResult]:
+def run_chunks(
+    configs: list[Config],
+    chunks: list[Chunk],
+    depth: int = 2,
+    workers: int = 1,
+    collect: bool = False,
+    disk: str = "memory",
+    merge: bool = True,
+    keep: bool = True,
+) -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
     equal states where agentcore.harness.merge allows it; `keep`: the records (else each chunk's row)."""
     if depth not in SWEEP_DEPTHS:
@@ -85,9 +87,16 @@ class SweepResult:
     explored: int = 0  # scenario plays (agentcore.harness.merge rebuilt the other records from its trees)
 
 
-def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
-          progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True,
-          keep: bool = True) -> SweepResult:
+def sweep(
+    configs: list[Config],
+    depth: int = 2,
+    workers: int = 1,
+    collect: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    disk: str = "memory",
+    merge: bool = True,
+    keep: bool = True,
+) -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
     live, "memory" or (real) "files"; `merge`: equal states (agentcore.harness.merge), the same records;
     `keep`: the records (without them, the same rows, sooner)."""

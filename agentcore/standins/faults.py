@@ -42,7 +42,7 @@ def chance(*parts: object) -> float:
 
 
 def _number(spec: str, prefix: str, low: int, high: int) -> int:
-    text = spec[len(prefix):]
+    text = spec[len(prefix) :]
     if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
         raise ConfigError(f"{spec!r}: N must be a whole number from {low} to {high}")
     return int(text)
@@ -50,7 +50,7 @@ def _number(spec: str, prefix: str, low: int, high: int) -> int:
 
 def _probability(spec: str, prefix: str) -> float:
     try:
-        p = float(spec[len(prefix):])
+        p = float(spec[len(prefix) :])
     except ValueError:
         p = -1.0
     if not 0.0 <= p <= 1.0:  # NaN fails too

@@ -44,8 +44,13 @@ def sweep_cancel(*, sweep_id: int) -> bool:
     a chunk playing at that moment is not stored (chunks._mark_stored), answered questions wait, and
     the stall watchdog leaves it alone; the rows stored before stay. `sweep_resume` goes on from
     there."""
-    return take(Sweep, sweep_id, Sweep.Status.CANCELLED, sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING],
-                finished_at=timezone.now())
+    return take(
+        Sweep,
+        sweep_id,
+        Sweep.Status.CANCELLED,
+        sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING],
+        finished_at=timezone.now(),
+    )
 
 
 def sweep_delete(*, sweep_id: int) -> dict[str, int]:
@@ -64,8 +69,7 @@ def sweep_delete(*, sweep_id: int) -> dict[str, int]:
         questions = Question.objects.filter(sweep_id=sweep_id).delete()[0]
         conn = transaction.get_connection()
         with conn.cursor() as cur:
-            cur.execute(f"DELETE FROM {conn.ops.quote_name(Scenario._meta.db_table)} WHERE sweep_id = %s",
-                        [sweep_id])
+            cur.execute(f"DELETE FROM {conn.ops.quote_name(Scenario._meta.db_table)} WHERE sweep_id = %s", [sweep_id])
             scenarios = cur.rowcount
         chunks = Chunk.objects.filter(sweep_id=sweep_id).delete()[0]
         Sweep.objects.filter(pk=sweep_id).delete()
@@ -98,4 +102,5 @@ def check_running_limit(owner_id: int | None) -> None:
     if n >= limit:
         raise BadRequest(
             f"{owner.get_username()} has {n} unfinished sweep{'s' * (n != 1)} (running or waiting for answers), "
-            f"the most one user may have at once ({limit}): wait for one to finish or cancel one, then try again")
+            f"the most one user may have at once ({limit}): wait for one to finish or cancel one, then try again"
+        )

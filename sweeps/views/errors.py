@@ -35,7 +35,7 @@ STATE_ERRORS = (UnusableState,)
 
 
 def unreachable(failed: str, e: ServiceUnreachable, *, then: str = "try again") -> str:
-    """"could not resume: the queue or the database is unreachable (...)"; a call that only writes the
+    """ "could not resume: the queue or the database is unreachable (...)"; a call that only writes the
     database (not `e.queue`): the database. A full disk: "could not resume: the disk is full (...);
     free space on ..., then try again"."""
     head = f"{failed}: " if failed else ""

@@ -36,11 +36,18 @@ def test_an_unknown_name_is_a_config_error():
     from agentcore.conditions import NAMED
     from agentcore.standins.tracker import Tracker
 
-    for refused in (lambda: designs.get("nope"), lambda: designs.get("loop", ("nope",)), lambda: world("nope"),
-                    lambda: report.render([], "nope"), lambda: render_audit(None, "nope"),
-                    lambda: faults.tracker_fault("flaky"), lambda: faults.tool_failures("k:101"),
-                    lambda: Tracker("nope"), lambda: NAMED["crash_model"].check("earthquake"),
-                    lambda: NAMED["seed"].check(-1)):
+    for refused in (
+        lambda: designs.get("nope"),
+        lambda: designs.get("loop", ("nope",)),
+        lambda: world("nope"),
+        lambda: report.render([], "nope"),
+        lambda: render_audit(None, "nope"),
+        lambda: faults.tracker_fault("flaky"),
+        lambda: faults.tool_failures("k:101"),
+        lambda: Tracker("nope"),
+        lambda: NAMED["crash_model"].check("earthquake"),
+        lambda: NAMED["seed"].check(-1),
+    ):
         with pytest.raises(ConfigError):
             refused()
 
@@ -50,9 +57,11 @@ def test_input_out_of_range_is_bad_input_and_a_value_error():
     from agentcore.records import ScenarioRecord
 
     job = jobs.load("triage")
-    for refused, words in ((lambda: Config(job, designs.get("loop"), "keyed", runs=0), "runs must be between"),
-                           (lambda: ScenarioRecord.from_dict({"nope": 1}), "unknown scenario record fields"),
-                           (lambda: jobs.turn_pairs_source(0), "turn pairs must be")):
+    for refused, words in (
+        (lambda: Config(job, designs.get("loop"), "keyed", runs=0), "runs must be between"),
+        (lambda: ScenarioRecord.from_dict({"nope": 1}), "unknown scenario record fields"),
+        (lambda: jobs.turn_pairs_source(0), "turn pairs must be"),
+    ):
         with pytest.raises(BadInput, match=words) as e:
             refused()
         assert isinstance(e.value, ValueError) and not isinstance(e.value, ConfigError)

@@ -26,21 +26,28 @@ def said(e: BaseException, failed: str = "the sweep could not be started", **kw)
 
 
 def test_a_bad_request_is_its_messages_in_one_line():
-    assert said(BadRequest(["runs must be between 1 and 10", "choose a design"])) == \
-        "runs must be between 1 and 10; choose a design"
+    assert (
+        said(BadRequest(["runs must be between 1 and 10", "choose a design"]))
+        == "runs must be between 1 and 10; choose a design"
+    )
 
 
 def test_a_service_that_does_not_answer_says_what_is_unreachable():
-    assert said(BrokerDown("connection refused")) == ("the sweep could not be started: the broker or the database is "
-                                                      "unreachable (OperationalError: connection refused)")
-    assert said(BrokerDown("refused"), "cannot ask the workers", down="the broker") == \
-        "cannot ask the workers: the broker is unreachable (OperationalError: refused)"
+    assert said(BrokerDown("connection refused")) == (
+        "the sweep could not be started: the broker or the database is "
+        "unreachable (OperationalError: connection refused)"
+    )
+    assert (
+        said(BrokerDown("refused"), "cannot ask the workers", down="the broker")
+        == "cannot ask the workers: the broker is unreachable (OperationalError: refused)"
+    )
 
 
 def test_a_full_disk_says_so_and_that_nothing_was_stored():
     assert said(OSError(errno.ENOSPC, "No space left on device")) == (
         f"the sweep could not be started: the disk is full (No space left on device); nothing was stored: {ADVICE}, "
-        "then run it again")
+        "then run it again"
+    )
 
 
 @pytest.mark.parametrize("e", [KeyError("x"), TypeError("x"), ValueError("x"), RuntimeError("x")])
@@ -50,8 +57,10 @@ def test_a_programming_error_is_no_command_error(e):
 
 
 def test_a_command_that_only_writes_the_database_leaves_the_broker_s_errors_alone():
-    assert said(DatabaseError("gone"), "the user could not be saved", down="the database", queue=False) == \
-        "the user could not be saved: the database is unreachable (DatabaseError: gone)"
+    assert (
+        said(DatabaseError("gone"), "the user could not be saved", down="the database", queue=False)
+        == "the user could not be saved: the database is unreachable (DatabaseError: gone)"
+    )
     with pytest.raises(BrokerDown), one_line("x", queue=False):
         raise BrokerDown("refused")
 
@@ -62,8 +71,11 @@ def test_the_audit_command_says_a_broker_down_in_one_line(monkeypatch):
         raise BrokerDown("connection refused")
 
     monkeypatch.setattr(audits, "audit_create", down)
-    with pytest.raises(CommandError, match=r"^the audit could not be started: the broker or the database is "
-                                           r"unreachable \(OperationalError: connection refused\)$"):
+    with pytest.raises(
+        CommandError,
+        match=r"^the audit could not be started: the broker or the database is "
+        r"unreachable \(OperationalError: connection refused\)$",
+    ):
         call_command("audit", "--design", "loop")
     assert not Audit.objects.exists()
 
@@ -91,6 +103,9 @@ def test_the_user_command_says_an_empty_name_and_a_database_down_in_one_line(mon
         raise DatabaseError("gone")
 
     monkeypatch.setattr(users, "user_set_role", refused)
-    with pytest.raises(CommandError, match=r"^the user could not be saved: the database is unreachable "
-                                           r"\(DatabaseError: gone\)$"):
+    with pytest.raises(
+        CommandError,
+        match=r"^the user could not be saved: the database is unreachable "
+        r"\(DatabaseError: gone\)$",
+    ):
         call_command("user", "ann", "--role", "viewer")

@@ -77,8 +77,14 @@ def test_an_unusable_durable_state_is_ours_and_agentcore_s_checkpoint_error():
 
 
 def test_reading_a_stored_value_raises_agentcore_s_refusal_as_an_unusable_state():
-    with pytest.raises(UnusableState, match=r"^scenario 5: the stored state cannot be used \(ConfigError: unknown "
-                                            r"design 'nope'") as e, reading("scenario 5"):
+    with (
+        pytest.raises(
+            UnusableState,
+            match=r"^scenario 5: the stored state cannot be used \(ConfigError: unknown "
+            r"design 'nope'",
+        ) as e,
+        reading("scenario 5"),
+    ):
         designs.get("nope")
     assert isinstance(e.value.__cause__, ConfigError)
 
@@ -89,10 +95,15 @@ def test_reading_leaves_every_other_error_alone(e):
         raise e
 
 
-@pytest.mark.parametrize("e,full", [
-    (BrokerDown("connection refused"), False), (DatabaseError("gone"), False),
-    (ConnectionRefusedError("refused"), False), (OSError(errno.ENOSPC, "No space left on device"), True),
-])
+@pytest.mark.parametrize(
+    "e,full",
+    [
+        (BrokerDown("connection refused"), False),
+        (DatabaseError("gone"), False),
+        (ConnectionRefusedError("refused"), False),
+        (OSError(errno.ENOSPC, "No space left on device"), True),
+    ],
+)
 def test_reaching_turns_the_services_errors_into_service_unreachable(e, full):
     with pytest.raises(ServiceUnreachable) as caught, reaching():
         raise e

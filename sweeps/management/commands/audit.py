@@ -43,9 +43,14 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = SweepCommand._job(self, options["job"])  # type: ignore[arg-type]
         with one_line("the audit could not be started"):
-            a = audits.audit_create(user=None, job_source=source, source_name=source_name,
-                                    designs=options["design"] or list(agentdesigns.DESIGNS),
-                                    trackers=options["tracker"] or list(MODES), worlds=options["world"])
+            a = audits.audit_create(
+                user=None,
+                job_source=source,
+                source_name=source_name,
+                designs=options["design"] or list(agentdesigns.DESIGNS),
+                trackers=options["tracker"] or list(MODES),
+                worlds=options["world"],
+            )
         self.stderr.write(f"audit {a.pk}: {reverse('sweeps:audit', args=[a.pk])}")
         if not options["wait"]:
             return
@@ -57,8 +62,12 @@ class Command(BaseCommand):
                 raise CommandError(f"the workers exited before audit {a.pk} was done: {tail}")
 
         try:
-            a = audits.audit_wait(a.pk, stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
-                                  timeout=options["timeout"], check_alive=check_alive)
+            a = audits.audit_wait(
+                a.pk,
+                stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
+                timeout=options["timeout"],
+                check_alive=check_alive,
+            )
         finally:
             workers.stop_workers(started)
         if a.status == Audit.Status.FAILED:

@@ -62,10 +62,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="command", required=True)
         for command in add_sweep_commands(
-                sub, workers_default=None,
-                workers_help="start N workers for this sweep (default: use the workers already running)"):
-            command.add_argument("--timeout", type=seconds, default=None,
-                                 help="give up waiting after this many seconds (the sweep goes on)")
+            sub,
+            workers_default=None,
+            workers_help="start N workers for this sweep (default: use the workers already running)",
+        ):
+            command.add_argument(
+                "--timeout",
+                type=seconds,
+                default=None,
+                help="give up waiting after this many seconds (the sweep goes on)",
+            )
 
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = self._job(options["job"])
@@ -81,8 +87,14 @@ class Command(BaseCommand):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
             with one_line("the sweep could not be started"):  # a full disk before the commit: rolled back
-                asked = launch_request(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                       source_name=source_name, **conditions)
+                asked = launch_request(
+                    job_source=source,
+                    configs=cfgs,
+                    depth=options["depth"],
+                    runs=runs,
+                    source_name=source_name,
+                    **conditions,
+                )
                 if not options["workers"]:  # user errors first, then whether anything would run it
                     self._need_workers()
                 sweep = launch.sweep_create(user=None, asked=asked)
@@ -120,9 +132,11 @@ class Command(BaseCommand):
         with one_line("cannot ask the workers", down="the broker"):
             waited = workers.await_queue_worker()
         if waited:
-            raise CommandError(f"no Celery worker answers on queue {workers.queue_name()} (asked for "
-                               f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
-                               f"for this sweep")
+            raise CommandError(
+                f"no Celery worker answers on queue {workers.queue_name()} (asked for "
+                f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
+                f"for this sweep"
+            )
 
     def _wait(self, sweep: Sweep, started: list[workers.Worker], timeout: float | None) -> None:
         def check_alive() -> None:
@@ -131,18 +145,30 @@ class Command(BaseCommand):
                 raise CommandError(f"the workers exited before sweep {sweep.pk} was done: {tail}")
 
         stream = getattr(self.stderr, "_out", self.stderr)
-        with tqdm(total=sweep.total_chunks, unit="chunk", desc=f"sweep {sweep.pk}", file=stream,
-                  dynamic_ncols=True, mininterval=0.2) as bar:
+        with tqdm(
+            total=sweep.total_chunks,
+            unit="chunk",
+            desc=f"sweep {sweep.pk}",
+            file=stream,
+            dynamic_ncols=True,
+            mininterval=0.2,
+        ) as bar:
             state = recovery.sweep_wait(
-                sweep.pk, stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS, timeout=timeout,
-                on_progress=lambda stored: bar.update(stored - bar.n), check_alive=check_alive)
+                sweep.pk,
+                stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
+                timeout=timeout,
+                on_progress=lambda stored: bar.update(stored - bar.n),
+                check_alive=check_alive,
+            )
         if state.status == Sweep.Status.FAILED:
             raise CommandError(f"sweep {sweep.pk} failed: {state.error}")
         if state.status == Sweep.Status.WAITING:
             raise CommandError(f"sweep {sweep.pk} waits for answers in the question queue")
         if state.status != Sweep.Status.DONE:
-            raise CommandError(f"timed out after {timeout:g} s with {state.chunks_stored}/{sweep.total_chunks} "
-                               f"chunks stored; sweep {sweep.pk} goes on while workers run")
+            raise CommandError(
+                f"timed out after {timeout:g} s with {state.chunks_stored}/{sweep.total_chunks} "
+                f"chunks stored; sweep {sweep.pk} goes on while workers run"
+            )
 
     def _records(self, sweep_id: int, path: str) -> None:
         """Every scenario as an agentcore record (JSON lines), timelines replayed as the CLI's are."""

@@ -49,8 +49,9 @@ def test_a_plain_key_error_from_a_service_is_a_500_not_a_state_page(client, user
     assert r.status_code == 500 and 'id="timeline-error"' not in text(r)
 
 
-@pytest.mark.parametrize("e", [TypeError("x"), AttributeError("x"), IndexError("x"), ValueError("x"),
-                               RecursionError("x")])
+@pytest.mark.parametrize(
+    "e", [TypeError("x"), AttributeError("x"), IndexError("x"), ValueError("x"), RecursionError("x")]
+)
 def test_no_programming_error_is_shown_as_an_unusable_state(client, scenario, monkeypatch, e):
     monkeypatch.setattr(timelines, "scenario_timeline", raising(e))
     with pytest.raises(type(e)):
@@ -58,8 +59,11 @@ def test_no_programming_error_is_shown_as_an_unusable_state(client, scenario, mo
 
 
 def test_an_unusable_state_is_shown_on_its_page(client, scenario, monkeypatch):
-    monkeypatch.setattr(timelines, "scenario_timeline",
-                        raising(UnusableState(f"scenario {scenario.pk}: the stored state cannot be used (x)")))
+    monkeypatch.setattr(
+        timelines,
+        "scenario_timeline",
+        raising(UnusableState(f"scenario {scenario.pk}: the stored state cannot be used (x)")),
+    )
     r = client.get(reverse("sweeps:scenario", args=[scenario.pk]))
     assert r.status_code == 200 and 'id="timeline-error"' in text(r)
     assert f"scenario {scenario.pk}: the stored state cannot be used (x)" in text(r)
