@@ -33,11 +33,12 @@ $(EXTRAS): requirements-langgraph.txt $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-langgraph.txt
 	touch $(EXTRAS)
 
-# The guard rails: ruff (style, complexity), the layers' contracts (pyproject's [tool.importlinter]),
+# The guard rails: ruff (style, complexity; its formatter checks the layout), the layers' contracts (pyproject's [tool.importlinter]),
 # and sizes: no module of the code over 400 lines (pylint), no function over 60 (flake8-functions).
 SIZED := agentcore sweeps sweepsite bench
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/pylint --disable=all --enable=too-many-lines --max-module-lines=400 --ignore=migrations --score=n $(SIZED)
 	$(VENV)/bin/flake8 --select=CFQ001 --max-function-length=60 --exclude=migrations $(SIZED)

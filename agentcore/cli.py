@@ -20,7 +20,7 @@ from typing import Any
 
 import agentcore as audit
 import agentcore as sweep
-from agentcore import CONDITIONS, MODES, CheckpointError, Condition, JobError, designs, jobs, key, report
+from agentcore import CONDITIONS, MODES, AgentcoreError, BadInput, Condition, ConfigError, designs, jobs, key, report
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.records import table_row
 
@@ -82,7 +82,7 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
     def check(text: str) -> str:
         try:
             parse(text)
-        except ValueError as e:
+        except ConfigError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
         return text
 
@@ -92,11 +92,16 @@ def _spelled(parse: Callable[[str], object]) -> Callable[[str], str]:
 def add_condition(s: argparse.ArgumentParser, c: Condition) -> None:
     """A condition's option, from its declaration: its choices, or its spellings (checked by its
     parser), or a whole number; its help with its default."""
-    kind: dict[str, object] = ({"choices": c.values} if c.choices
-                               else {"type": _spelled(c.parse), "metavar": "|".join(c.spellings)} if c.parse
-                               else {"type": whole_number(c.minimum)})
-    s.add_argument(c.flag, dest=c.name, default=c.text(c.default), help=f"{c.long_help} (default {c.text(c.default)})",
-                   **kind)  # type: ignore[arg-type]
+    kind: dict[str, object] = (
+        {"choices": c.values}
+        if c.choices
+        else {"type": _spelled(c.parse), "metavar": "|".join(c.spellings)}
+        if c.parse
+        else {"type": whole_number(c.minimum)}
+    )
+    s.add_argument(
+        c.flag, dest=c.name, default=c.text(c.default), help=f"{c.long_help} (default {c.text(c.default)})", **kind
+    )  # type: ignore[arg-type]
 
 
 def option_conditions(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -104,15 +109,21 @@ def option_conditions(options: Mapping[str, Any]) -> dict[str, Any]:
     return {c.name: c.value(options[c.name]) for c in CONDITIONS}
 
 
-def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | None = 1,
-                       workers_help: str = "worker processes (default 1)") -> list[argparse.ArgumentParser]:
+def add_sweep_commands(
+    sub: argparse._SubParsersAction, workers_default: int | None = 1, workers_help: str = "worker processes (default 1)"
+) -> list[argparse.ArgumentParser]:
     """The `table` and `sweep` commands and their options (`manage.py sweep` takes the same)."""
 
     def common(s: argparse.ArgumentParser) -> None:
         s.add_argument("--format", choices=report.FORMATS, default="text")
         s.add_argument("--workers", type=positive, default=workers_default, help=workers_help)
-        s.add_argument("--depth", type=int, choices=SWEEP_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                       help="crash once, once and again in the restart (default), or in the second restart too")
+        s.add_argument(
+            "--depth",
+            type=int,
+            choices=SWEEP_DEPTHS,
+            default=DEFAULT_SWEEP_DEPTH,
+            help="crash once, once and again in the restart (default), or in the second restart too",
+        )
         s.add_argument("--records", metavar="FILE", help="write every scenario record as JSON lines")
         for c in CONDITIONS:
             add_condition(s, c)
@@ -130,33 +141,70 @@ def add_sweep_commands(sub: argparse._SubParsersAction, workers_default: int | N
     return [t, s]
 
 
+def add_target_options(s: argparse.ArgumentParser) -> None:
+    """`sweep --target`'s options: a user's loop instead of a design (agentcore.port)."""
+    s.add_argument(
+        "--target",
+        metavar="MODULE:ATTR",
+        help="sweep your own loop through agentcore.port "
+        "instead of a design (its model asked again mints fresh call IDs unless --model says)",
+    )
+    s.add_argument("--python", metavar="PATH", help="the interpreter the target runs in (default this one)")
+    s.add_argument("--timeout", type=float, default=30.0, help="seconds per process of a target (default 30)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m agentcore", description="Crash-sweep durable agent loops.")
     sub = p.add_subparsers(dest="command", required=True)
     table, one = add_sweep_commands(sub)
-    one.add_argument("--target", metavar="MODULE:ATTR", help="sweep your own loop through agentcore.port "
-                     "instead of a design (its model asked again mints fresh call IDs unless --model says)")
-    one.add_argument("--python", metavar="PATH", help="the interpreter the target runs in (default this one)")
-    one.add_argument("--timeout", type=float, default=30.0, help="seconds per process of a target (default 30)")
+    add_target_options(one)
     for s in (table, one):
-        s.add_argument("--no-merge", dest="merge", action="store_false",
-                       help="play every scenario, never a restart from a state played before (the same "
-                            "records, slower: agentcore.harness.merge)")
+        s.add_argument(
+            "--no-merge",
+            dest="merge",
+            action="store_false",
+            help="play every scenario, never a restart from a state played before (the same "
+            "records, slower: agentcore.harness.merge)",
+        )
     a = sub.add_parser("audit", help="every design under every world model: one verdict each")
     a.add_argument("--job", default="triage", help="a job file, or 'triage' (default)")
-    a.add_argument("--design", action="append", default=[], metavar="D",
-                   help=f"a design (repeatable; default all: {', '.join(designs.DESIGNS)})")
+    a.add_argument(
+        "--design",
+        action="append",
+        default=[],
+        metavar="D",
+        help=f"a design (repeatable; default all: {', '.join(designs.DESIGNS)})",
+    )
     a.add_argument("--bug", action="append", default=[], metavar="BUG", help="plant a bug in each design (tests)")
-    a.add_argument("--tracker", action="append", default=[], metavar="T",
-                   help=f"a tracker mode (repeatable; default all: {', '.join(MODES)})")
-    a.add_argument("--world", action="append", default=[], metavar="W",
-                   help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})")
+    a.add_argument(
+        "--tracker",
+        action="append",
+        default=[],
+        metavar="T",
+        help=f"a tracker mode (repeatable; default all: {', '.join(MODES)})",
+    )
+    a.add_argument(
+        "--world",
+        action="append",
+        default=[],
+        metavar="W",
+        help=f"a world model (repeatable; default all: {', '.join(w.name for w in audit.WORLDS)})",
+    )
     a.add_argument("--workers", type=positive, default=1, help="worker processes (default 1)")
-    a.add_argument("--depth", type=int, choices=audit.AUDIT_DEPTHS, default=DEFAULT_SWEEP_DEPTH,
-                   help="crash once, or once and again (default 2)")
-    a.add_argument("--format", choices=audit.AUDIT_FORMATS, default="text",
-                   help="text or json: the verdicts (a broken design's later worlds are not swept); "
-                        "markdown: the table of every design under every world (every cell swept)")
+    a.add_argument(
+        "--depth",
+        type=int,
+        choices=audit.AUDIT_DEPTHS,
+        default=DEFAULT_SWEEP_DEPTH,
+        help="crash once, or once and again (default 2)",
+    )
+    a.add_argument(
+        "--format",
+        choices=audit.AUDIT_FORMATS,
+        default="text",
+        help="text or json: the verdicts (a broken design's later worlds are not swept); "
+        "markdown: the table of every design under every world (every cell swept)",
+    )
     a.add_argument("--site", default=SITE, help=f"the dashboard the witness links go to (default {SITE})")
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
@@ -175,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "sweep" and args.target:
             return _target(args, list(sys.argv[1:] if argv is None else argv))
         if args.command == "sweep" and not (args.design and args.tracker):
-            raise ValueError("sweep needs --design and --tracker, or --target")
+            raise BadInput("sweep needs --design and --tracker, or --target")
         job = jobs.load(args.job)
         conditions = option_conditions(vars(args))
         if args.command == "table":
@@ -187,20 +235,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_writable(args.records)
         progress = Progress("sweeping")
         try:
-            result = sweep.sweep(configs, depth=args.depth, workers=args.workers,
-                                 collect=bool(args.records), progress=progress, merge=args.merge,
-                                 keep=bool(args.records))
+            result = sweep.sweep(
+                configs,
+                depth=args.depth,
+                workers=args.workers,
+                collect=bool(args.records),
+                progress=progress,
+                merge=args.merge,
+                keep=bool(args.records),
+            )
         finally:
             progress.close()
-        print(f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)",
-              file=sys.stderr)
+        print(
+            f"{result.scenarios} scenarios, {result.explored} played (the rest merged: equal states)", file=sys.stderr
+        )
         if args.records:
             with open(args.records, "w") as f:
                 for rec in sweep.each_record(result):
                     f.write(json.dumps(rec.to_dict()) + "\n")
         sys.stdout.write(report.render(result.rows, args.format))
         return 0
-    except (JobError, CheckpointError, ValueError, OSError) as e:
+    except (AgentcoreError, OSError) as e:  # what agentcore refuses, and a file it cannot read or write
         print(f"agentcore: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -213,26 +268,45 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
     the others are refused rather than ignored."""
     from agentcore.port import sweep_target  # here: `import agentcore` loads none of the port
 
-    unusable = [c.flag for c in CONDITIONS if c.name not in ("model", "seed")
-                and getattr(args, c.name) != c.text(c.default)]
+    unusable = [
+        c.flag for c in CONDITIONS if c.name not in ("model", "seed") and getattr(args, c.name) != c.text(c.default)
+    ]
     if args.design or args.tracker or args.bug or args.runs != 1 or unusable:
-        given = ", ".join(["--design"] * bool(args.design) + ["--tracker"] * bool(args.tracker)
-                          + ["--bug"] * bool(args.bug) + ["--runs"] * (args.runs != 1) + unusable)
-        raise ValueError(f"--target takes none of {given} (a target's sweep has the panic crash model and the "
-                         "chapter's world)")
+        given = ", ".join(
+            ["--design"] * bool(args.design)
+            + ["--tracker"] * bool(args.tracker)
+            + ["--bug"] * bool(args.bug)
+            + ["--runs"] * (args.runs != 1)
+            + unusable
+        )
+        raise BadInput(
+            f"--target takes none of {given} (a target's sweep has the panic crash model and the chapter's world)"
+        )
     if args.records:
         _check_writable(args.records)
     model = args.model if any(a == "--model" or a.startswith("--model=") for a in argv) else "fresh-ids"
     job = jobs.load(args.job)
     progress = Progress("sweeping")
     try:
-        result = sweep_target(args.target, job, args.job, depth=args.depth, workers=args.workers,
-                              python=args.python, model=model, seed=int(args.seed), timeout=args.timeout,
-                              progress=progress)
+        result = sweep_target(
+            args.target,
+            job,
+            args.job,
+            depth=args.depth,
+            workers=args.workers,
+            python=args.python,
+            model=model,
+            seed=int(args.seed),
+            timeout=args.timeout,
+            progress=progress,
+        )
     finally:
         progress.close()
-    print(f"{len(result.records)} scenarios over {len(result.labels)} points; model {model}; children's network: "
-          f"{result.hello['network']}", file=sys.stderr)
+    print(
+        f"{len(result.records)} scenarios over {len(result.labels)} points; model {model}; children's network: "
+        f"{result.hello['network']}",
+        file=sys.stderr,
+    )
     if args.records:
         with open(args.records, "w") as f:
             for rec in result.records:
@@ -246,7 +320,7 @@ def _audit(args: argparse.Namespace) -> int:
     chosen = [designs.get(d, tuple(args.bug)) for d in args.design or designs.DESIGNS]
     for t in args.tracker:
         if t not in MODES:
-            raise ValueError(f"unknown tracker mode {t!r} (choose from {', '.join(MODES)})")
+            raise ConfigError(f"unknown tracker mode {t!r} (choose from {', '.join(MODES)})")
     worlds = [audit.world(w) for w in args.world] if args.world else list(audit.WORLDS)
     job = jobs.load(args.job)
     shown: list[Progress] = []
@@ -259,8 +333,17 @@ def _audit(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
     try:
-        result = audit.audit(job, chosen, args.tracker or MODES, worlds, args.depth, args.workers,
-                             every=args.format == "markdown", site=args.site, progress=progress)
+        result = audit.audit(
+            job,
+            chosen,
+            args.tracker or MODES,
+            worlds,
+            args.depth,
+            args.workers,
+            every=args.format == "markdown",
+            site=args.site,
+            progress=progress,
+        )
     finally:
         if shown:
             shown[-1].close()
@@ -272,4 +355,4 @@ def _audit(args: argparse.Namespace) -> int:
 def _check_writable(path: str) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise ValueError(f"--records {path}: folder {folder} does not exist")
+        raise BadInput(f"--records {path}: folder {folder} does not exist")

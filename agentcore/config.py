@@ -19,6 +19,7 @@ from agentcore import conditions as declared
 from agentcore.crashmodels import NAMES as CRASH_MODELS
 from agentcore.durable import designs
 from agentcore.durable.designs import Design
+from agentcore.errors import BadInput, ConfigError
 from agentcore.jobs import Job
 from agentcore.limits import MAX_RUNS, MIN_RUNS
 from agentcore.standins.faults import MODELS, PERSON_FAULTS, TOOL_FAULTS, TRACKER_FAULTS
@@ -27,8 +28,20 @@ from agentcore.standins.tracker import Tracker
 PERSONS = ("scripted", "queue")
 # The conditions a table is swept under, with their defaults (the chapter's world): agentcore.conditions'.
 CONDITIONS = declared.DEFAULTS
-__all__ = ["CONDITIONS", "CRASH_MODELS", "MODELS", "PERSONS", "PERSON_FAULTS", "TABLE", "TOOL_FAULTS",
-           "TRACKER_FAULTS", "Config", "conditions", "config_name", "table_configs"]
+__all__ = [
+    "CONDITIONS",
+    "CRASH_MODELS",
+    "MODELS",
+    "PERSONS",
+    "PERSON_FAULTS",
+    "TABLE",
+    "TOOL_FAULTS",
+    "TRACKER_FAULTS",
+    "Config",
+    "conditions",
+    "config_name",
+    "table_configs",
+]
 
 TABLE: tuple[tuple[str, str, str], ...] = (
     ("save once per turn", "once-per-turn", "keyed"),
@@ -71,9 +84,9 @@ class _Configured:
     def __post_init__(self) -> None:
         Tracker(self.tracker, self.tracker_fault)  # type: ignore[attr-defined]  # validates the mode and the fault
         if not MIN_RUNS <= self.runs <= MAX_RUNS:
-            raise ValueError(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
+            raise BadInput(f"runs must be between {MIN_RUNS} and {MAX_RUNS}, not {self.runs}")
         if self.person not in PERSONS:
-            raise ValueError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
+            raise ConfigError(f"unknown person {self.person!r} (choose from {', '.join(PERSONS)})")
         for c in declared.CONDITIONS:
             c.check(getattr(self, c.name))
 
@@ -89,10 +102,19 @@ class _Configured:
 
 Config = make_dataclass(
     "Config",
-    [("job", Job), ("design", Design), ("tracker", str), ("runs", int, field(default=1)),
-     ("person", str, field(default="scripted")), ("name", str, field(default="")),
-     *((c.name, c.type, field(default=c.default)) for c in declared.CONDITIONS)],
-    bases=(_Configured,), frozen=True, slots=True)
+    [
+        ("job", Job),
+        ("design", Design),
+        ("tracker", str),
+        ("runs", int, field(default=1)),
+        ("person", str, field(default="scripted")),
+        ("name", str, field(default="")),
+        *((c.name, c.type, field(default=c.default)) for c in declared.CONDITIONS),
+    ],
+    bases=(_Configured,),
+    frozen=True,
+    slots=True,
+)
 Config.__module__ = __name__  # where pickle finds it (worker processes get configurations pickled)
 
 

@@ -41,8 +41,9 @@ class Kind(StrEnum):
 
 # The points a file operation of a save makes (agentcore.harness.disk: each one's crash may leave the disk
 # in several states, and a state the save's previous point offered is not offered again).
-FILE_KINDS = frozenset({Kind.SAVE_HALF_DONE, Kind.SAVE_SYNCED, Kind.SAVE_REMOVED, Kind.SAVE_RENAMED,
-                        Kind.SAVE_DIR_SYNCED})
+FILE_KINDS = frozenset(
+    {Kind.SAVE_HALF_DONE, Kind.SAVE_SYNCED, Kind.SAVE_REMOVED, Kind.SAVE_RENAMED, Kind.SAVE_DIR_SYNCED}
+)
 # The tracker's own points (tracker_fault crash): a crash there is the tracker's (agentcore.harness.trackerfault).
 TRACKER_KINDS = frozenset({Kind.TRACKER_LOGGED, Kind.TRACKER_SYNCED})
 

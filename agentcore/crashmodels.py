@@ -26,9 +26,12 @@ class CrashModel:
     costs_as: str = ""  # the model whose uninterrupted run's work this one's is counted as ("": its own)
 
 
-CRASH_MODELS: dict[str, CrashModel] = {m.name: m for m in (
-    CrashModel("panic", "panic: an exception; all the process wrote survives", "memory"),
-    CrashModel("power-cut", "power-cut: only what was synced survives", "power-cut"),
-    CrashModel("kill", "kill: SIGKILL; all the process wrote survives", "memory", forks=True, costs_as="panic"),
-)}
+CRASH_MODELS: dict[str, CrashModel] = {
+    m.name: m
+    for m in (
+        CrashModel("panic", "panic: an exception; all the process wrote survives", "memory"),
+        CrashModel("power-cut", "power-cut: only what was synced survives", "power-cut"),
+        CrashModel("kill", "kill: SIGKILL; all the process wrote survives", "memory", forks=True, costs_as="panic"),
+    )
+}
 NAMES = tuple(CRASH_MODELS)  # agentcore.config's CRASH_MODELS: the names a Config takes

@@ -106,15 +106,30 @@ def turn_pairs(n: int) -> Job:
 def turn_pairs_source(n: int) -> str:
     """turn_pairs(n) as the JSON text of a job file (what the dashboard takes as an uploaded job)."""
     if not 1 <= n <= MAX_CALLS // 3:
-        raise ValueError(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
+        raise BadInput(f"turn pairs must be 1 to {MAX_CALLS // 3}, not {n}")
     triage = json.loads(_builtin("triage"))
     turns: list[dict[str, Any]] = []
     for i in range(n):
         a, s, c = (f"call_{3 * i + k}" for k in (1, 2, 3))
-        turns.append({"calls": [{"id": a, "tool": "create_issue", "args": {"title": f"Issue {i + 1}"}},
-                                {"id": s, "tool": "search", "args": {"query": f"issue {i + 1}"}}]})
-        turns.append({"calls": [{"id": c, "tool": "comment", "args": {
-            "issue": {"$result": a, "field": "number"}, "body": f"Seen again ({i + 1})."}}]})
+        turns.append(
+            {
+                "calls": [
+                    {"id": a, "tool": "create_issue", "args": {"title": f"Issue {i + 1}"}},
+                    {"id": s, "tool": "search", "args": {"query": f"issue {i + 1}"}},
+                ]
+            }
+        )
+        turns.append(
+            {
+                "calls": [
+                    {
+                        "id": c,
+                        "tool": "comment",
+                        "args": {"issue": {"$result": a, "field": "number"}, "body": f"Seen again ({i + 1})."},
+                    }
+                ]
+            }
+        )
     turns.append({"final": f"Filed {n} issues and commented on each."})
     return json.dumps({"name": f"pairs-{n}", "tools": triage["tools"], "turns": turns})
 
@@ -195,9 +210,11 @@ class _Checker:
     def keys_once(self, value: Any, field: str) -> None:
         """Refuse the first object (outermost first, in the file's order) that repeats a key."""
         if isinstance(value, _Repeated):
-            raise self.fail(f"{field}.{value.key}" if field else value.key,
-                            f"the key {value.key!r} appears more than once in its object (JSON would keep "
-                            "only the last, silently): write it once")
+            raise self.fail(
+                f"{field}.{value.key}" if field else value.key,
+                f"the key {value.key!r} appears more than once in its object (JSON would keep "
+                "only the last, silently): write it once",
+            )
         if isinstance(value, dict):
             for k, v in value.items():
                 self.keys_once(v, f"{field}.{k}" if field else k)

@@ -35,10 +35,23 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from agentcore.errors import BadInput
+
 # The chapter's columns, then the ones its world could not show (0 in the chapter's world).
 CHAPTER_COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "asks", "calls_plus")
-COLUMNS = ("once", "twice", "with_dups", "dups", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable",
-           "calls_plus")
+COLUMNS = (
+    "once",
+    "twice",
+    "with_dups",
+    "dups",
+    "missing",
+    "wrong",
+    "gave_up",
+    "denied_ran",
+    "asks",
+    "avoidable",
+    "calls_plus",
+)
 EXTRA_COLUMNS = tuple(c for c in COLUMNS if c not in CHAPTER_COLUMNS)
 # thrice (depth 3) is in every format only when a row has some, after twice: a depth-2 table keeps
 # its shape to the byte (`columns`).
@@ -90,7 +103,7 @@ class ScenarioRecord:
         names = {f.name for f in fields(cls)}
         unknown = set(data) - names
         if unknown:
-            raise ValueError(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
+            raise BadInput(f"unknown scenario record fields: {', '.join(sorted(unknown))}")
         return cls(**(dict.fromkeys(_LATER_FIELDS, 0) | data))
 
 

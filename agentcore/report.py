@@ -14,13 +14,25 @@ import io
 import json
 from collections.abc import Sequence
 
+from agentcore.errors import ConfigError
 from agentcore.records import CHAPTER_COLUMNS, COLUMNS, DEPTH_COLUMNS, TableRow
 from agentcore.records import columns as table_columns
 
 FORMATS = ("text", "json", "csv", "markdown")
-TITLES = {"once": "once", "twice": "twice", "with_dups": "with dups", "dups": "dups", "missing": "missing",
-          "wrong": "wrong", "gave_up": "gave up", "denied_ran": "denied ran", "asks": "asks",
-          "avoidable": "avoidable", "calls_plus": "calls+", "thrice": "thrice"}
+TITLES = {
+    "once": "once",
+    "twice": "twice",
+    "with_dups": "with dups",
+    "dups": "dups",
+    "missing": "missing",
+    "wrong": "wrong",
+    "gave_up": "gave up",
+    "denied_ran": "denied ran",
+    "asks": "asks",
+    "avoidable": "avoidable",
+    "calls_plus": "calls+",
+    "thrice": "thrice",
+}
 assert tuple(TITLES) == COLUMNS + DEPTH_COLUMNS, "a title per column"
 
 
@@ -51,4 +63,4 @@ def render(rows: Sequence[TableRow], fmt: str) -> str:
         width = max([len(titles[0])] + [len(r.name) for r in rows])
         cells = [titles] + [(r.name, *(str(v) for v in r.values(columns))) for r in rows]
         return "".join(c[0].ljust(width) + "".join(v.rjust(10) for v in c[1:]) + "\n" for c in cells)
-    raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    raise ConfigError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")

@@ -54,9 +54,15 @@ def start_workers(n: int, logdir: str) -> list[subprocess.Popen]:
     procs = []
     for i in range(n):
         logfile = open(os.path.join(logdir, f"worker{i}.log"), "w")  # noqa: SIM115
-        procs.append(subprocess.Popen(sweepworkers.worker_argv(f"bench{i}-{os.getpid()}", "INFO"),
-                                      env=sweepworkers.worker_environ(),
-                                      cwd=ROOT, stdout=logfile, stderr=subprocess.STDOUT))
+        procs.append(
+            subprocess.Popen(
+                sweepworkers.worker_argv(f"bench{i}-{os.getpid()}", "INFO"),
+                env=sweepworkers.worker_environ(),
+                cwd=ROOT,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+            )
+        )
     deadline = time.monotonic() + 60
     for i in range(n):
         path = os.path.join(logdir, f"worker{i}.log")
@@ -83,8 +89,12 @@ def dashboard_once(expected: list) -> tuple[float, float]:
     # finished_at. Polling for it every 0.25 s keeps this process off the workers' cores (two
     # workers on two cores: a tight poll would slow one of them down, as no browser does).
     t0 = time.time()
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.table_configs_for(), depth=2)
+    sweep = launch.sweep_create(
+        user=None,
+        job_source=sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.table_configs_for(),
+        depth=2,
+    )
     launched = time.time() - t0
     while Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get() != Sweep.Status.DONE:
         time.sleep(0.25)
@@ -98,26 +108,37 @@ def dashboard_once(expected: list) -> tuple[float, float]:
 
 def warm_up() -> None:
     """A small sweep, one chunk per message: every worker imports, connects and caches."""
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.table_configs_for()[:1], depth=1)
+    sweep = launch.sweep_create(
+        user=None,
+        job_source=sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.table_configs_for()[:1],
+        depth=1,
+    )
     while Sweep.objects.filter(pk=sweep.pk).values_list("status", flat=True).get() != Sweep.Status.DONE:
         time.sleep(0.05)
 
 
 def cli_once(workers: int) -> float:
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "agentcore", "table", "--workers", str(workers), "--format", "json"],
-                   cwd=ROOT, check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "agentcore", "table", "--workers", str(workers), "--format", "json"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - t0
 
 
-SWEEP_ONCE = ("import time; import agentcore as s; from agentcore import jobs; "
-              "c = s.table_configs(jobs.load('triage')); "
-              "t = time.perf_counter(); s.sweep(c); print(time.perf_counter() - t)")
+SWEEP_ONCE = (
+    "import time; import agentcore as s; from agentcore import jobs; "
+    "c = s.table_configs(jobs.load('triage')); "
+    "t = time.perf_counter(); s.sweep(c); print(time.perf_counter() - t)"
+)
 
 
 def ceiling_once() -> float:
     """What two cores give this work here: one in-process sweep alone, then two at once."""
+
     def start() -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-c", SWEEP_ONCE], cwd=ROOT, stdout=subprocess.PIPE, text=True)
 
@@ -134,8 +155,10 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     expected = [r.to_dict() for r in agentsweep.sweep(agentsweep.table_configs(jobs.load("triage"))).rows]
     db = sweepworkers.database_url().split(":")[0]
-    print(f"database {db}, broker {app.conf.broker_url.split(':')[0]}, {os.cpu_count()} cores, "
-          f"{args.reps} repetitions, medians in seconds")
+    print(
+        f"database {db}, broker {app.conf.broker_url.split(':')[0]}, {os.cpu_count()} cores, "
+        f"{args.reps} repetitions, medians in seconds"
+    )
     counts = sorted(set(args.workers))
     runs: dict[int, list[tuple[float, float]]] = {n: [] for n in counts}
     cli: dict[int, list[float]] = {n: [] for n in counts}
@@ -160,15 +183,22 @@ def main() -> None:
             launch = statistics.median(r[1] for r in runs[n])
             c = statistics.median(cli[n])
             results[n] = (d, c)
-            print(f"{n} worker(s): dashboard {d:.2f} s (launch {launch:.2f} s) | CLI {c:.2f} s | ratio {d / c:.2f}"
-                  f"  [dashboard runs: {', '.join(f'{r[0]:.2f}' for r in runs[n])}; CLI runs: "
-                  f"{', '.join(f'{x:.2f}' for x in cli[n])}]", flush=True)
+            print(
+                f"{n} worker(s): dashboard {d:.2f} s (launch {launch:.2f} s) | CLI {c:.2f} s | ratio {d / c:.2f}"
+                f"  [dashboard runs: {', '.join(f'{r[0]:.2f}' for r in runs[n])}; CLI runs: "
+                f"{', '.join(f'{x:.2f}' for x in cli[n])}]",
+                flush=True,
+            )
         if 1 in results and 2 in results:
             paired = [one[0] / two[0] for one, two in zip(runs[1], runs[2], strict=True)]
-            print(f"speed-up with 2 workers: dashboard {results[1][0] / results[2][0]:.2f}x (median of the "
-                  f"repetitions' own: {statistics.median(paired):.2f}x), CLI {results[1][1] / results[2][1]:.2f}x")
-        print(f"this machine's ceiling for 2 cores (two in-process sweeps at once): median "
-              f"{statistics.median(ceiling):.2f}x [{', '.join(f'{c:.2f}' for c in ceiling)}]")
+            print(
+                f"speed-up with 2 workers: dashboard {results[1][0] / results[2][0]:.2f}x (median of the "
+                f"repetitions' own: {statistics.median(paired):.2f}x), CLI {results[1][1] / results[2][1]:.2f}x"
+            )
+        print(
+            f"this machine's ceiling for 2 cores (two in-process sweeps at once): median "
+            f"{statistics.median(ceiling):.2f}x [{', '.join(f'{c:.2f}' for c in ceiling)}]"
+        )
         scen = Chunk.objects.filter(stored=True).count()
         print(f"({Sweep.objects.count()} sweeps, {scen} chunks stored)")
     finally:

@@ -60,8 +60,13 @@ def _load(runs: int) -> tuple[int, str]:
     sweep = Sweep.objects.filter(runs=runs, status=Sweep.Status.DONE, job_name="triage").first()
     if sweep is None:
         t = time.perf_counter()
-        sweep = launch.sweep_create(user=None, job_source=configs.builtin_job_source("triage"),
-                                    configs=configs.table_configs_for(), runs=runs, source_name="builtin:triage")
+        sweep = launch.sweep_create(
+            user=None,
+            job_source=configs.builtin_job_source("triage"),
+            configs=configs.table_configs_for(),
+            runs=runs,
+            source_name="builtin:triage",
+        )
         started = workers.start_workers(2)
         try:
             while Sweep.objects.get(pk=sweep.pk).status not in (Sweep.Status.DONE, Sweep.Status.FAILED):
@@ -73,20 +78,42 @@ def _load(runs: int) -> tuple[int, str]:
     users = get_user_model().objects
     user = users.filter(username="bench").first() or users.create_superuser("bench", "", None)
     session = SessionStore()
-    session.update({SESSION_KEY: str(user.pk), BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
-                    HASH_SESSION_KEY: user.get_session_auth_hash()})
+    session.update(
+        {
+            SESSION_KEY: str(user.pk),
+            BACKEND_SESSION_KEY: "django.contrib.auth.backends.ModelBackend",
+            HASH_SESSION_KEY: user.get_session_auth_hash(),
+        }
+    )
     session.create()
     return sweep.pk, session.session_key
 
 
 def _serve(port: int) -> list[subprocess.Popen]:
     """The Makefile's `serve`: two solo-pool workers, then gunicorn (two workers)."""
-    worker = [str(VENV / "celery"), "-A", "sweepsite", "--quiet", "worker", "--pool", "solo", "--concurrency", "1",
-              "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    worker = [
+        str(VENV / "celery"),
+        "-A",
+        "sweepsite",
+        "--quiet",
+        "worker",
+        "--pool",
+        "solo",
+        "--concurrency",
+        "1",
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
     subprocess.run([str(VENV / "python"), "manage.py", "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, check=True)
     procs = [subprocess.Popen([*worker, "-n", f"bench{i}@%h"], cwd=ROOT) for i in (1, 2)]
-    procs.append(subprocess.Popen([str(VENV / "gunicorn"), "sweepsite.wsgi", "--bind", f"127.0.0.1:{port}",
-                                   "--workers", "2"], cwd=ROOT))
+    procs.append(
+        subprocess.Popen(
+            [str(VENV / "gunicorn"), "sweepsite.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"], cwd=ROOT
+        )
+    )
     return procs
 
 
@@ -127,9 +154,15 @@ def _export(ask: Callable[..., Any], session: str, port: int, sweep_id: int, fmt
     csrf = re.search(r"csrftoken=([^;]+)", page.headers.get("Set-Cookie", "")).group(1)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form).group(1)
     t0 = time.perf_counter()
-    r = ask(url, urllib.parse.urlencode({"csrfmiddlewaretoken": token}).encode(), {
-        "Cookie": f"sessionid={session}; csrftoken={csrf}", "Origin": f"https://127.0.0.1:{port}",
-        "Content-Type": "application/x-www-form-urlencoded"})
+    r = ask(
+        url,
+        urllib.parse.urlencode({"csrfmiddlewaretoken": token}).encode(),
+        {
+            "Cookie": f"sessionid={session}; csrftoken={csrf}",
+            "Origin": f"https://127.0.0.1:{port}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
     assert r.status == 302, (r.status, r.read()[:300])
     where, asked = r.headers["Location"], time.perf_counter() - t0
     pages: list[float] = []
@@ -163,8 +196,10 @@ def _export(ask: Callable[..., Any], session: str, port: int, sweep_id: int, fmt
     rows = re.search(r"Ready: (\d+) row", shown).group(1)
     print(f"sweep {sweep_id}, scenarios.{fmt}: {rows} rows, {size:,} bytes, md5 {digest.hexdigest()}")
     print(f"request {asked:.3f} s; ready {ready:.1f} s after it; downloaded {downloaded:.1f} s after it")
-    print(f"the sweep's page meanwhile: {len(pages)} answers, slowest {max(pages):.3f} s, "
-          f"median {sorted(pages)[len(pages) // 2]:.3f} s")
+    print(
+        f"the sweep's page meanwhile: {len(pages)} answers, slowest {max(pages):.3f} s, "
+        f"median {sorted(pages)[len(pages) // 2]:.3f} s"
+    )
 
 
 def main() -> None:
@@ -173,8 +208,12 @@ def main() -> None:
     ap.add_argument("--var", default=None, help="SWEEPSITE_VAR (default: a new temporary folder)")
     ap.add_argument("--format", choices=("csv", "jsonl"), default="csv")
     args = ap.parse_args()
-    os.environ.update(SWEEPSITE_VAR=args.var or tempfile.mkdtemp(prefix="bench-export-"), DJANGO_PRODUCTION="1",
-                      ALLOWED_HOSTS="127.0.0.1", SECRET_KEY=os.environ.get("SECRET_KEY") or os.urandom(32).hex())
+    os.environ.update(
+        SWEEPSITE_VAR=args.var or tempfile.mkdtemp(prefix="bench-export-"),
+        DJANGO_PRODUCTION="1",
+        ALLOWED_HOSTS="127.0.0.1",
+        SECRET_KEY=os.environ.get("SECRET_KEY") or os.urandom(32).hex(),
+    )
     sweep_id, session = _load(args.runs)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

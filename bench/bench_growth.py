@@ -33,13 +33,26 @@ def job_file(n: int, folder: str) -> str:
 
 def measure(path: str, args: argparse.Namespace) -> tuple[int, int, float, int]:
     """(scenarios, played, wall seconds, peak KB of the sweep and its workers)."""
-    cmd = [sys.executable, "-c",
-           "import resource, runpy, sys; sys.argv = ['agentcore', *sys.argv[1:]]\n"
-           "try:\n    runpy.run_module('agentcore', run_name='__main__')\nfinally:\n"
-           "    r = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
-           "    print(f'peak {r}', file=sys.stderr)",
-           "sweep", "--job", path, "--design", args.design, "--tracker", args.tracker,
-           "--workers", str(args.workers), "--format", "csv", *(["--no-merge"] if args.no_merge else [])]
+    cmd = [
+        sys.executable,
+        "-c",
+        "import resource, runpy, sys; sys.argv = ['agentcore', *sys.argv[1:]]\n"
+        "try:\n    runpy.run_module('agentcore', run_name='__main__')\nfinally:\n"
+        "    r = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+        "    print(f'peak {r}', file=sys.stderr)",
+        "sweep",
+        "--job",
+        path,
+        "--design",
+        args.design,
+        "--tracker",
+        args.tracker,
+        "--workers",
+        str(args.workers),
+        "--format",
+        "csv",
+        *(["--no-merge"] if args.no_merge else []),
+    ]
     t = time.perf_counter()
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     wall = time.perf_counter() - t

@@ -67,6 +67,7 @@ USER = "bench-operator"
 
 # --- storing the sweeps (a child process with Django set up: --load-only) ----------------------------
 
+
 def load(rows: int) -> None:
     """Store the sweeps (see the module's docstring) with 2 workers this process starts; wait for them."""
     import django
@@ -83,13 +84,21 @@ def load(rows: int) -> None:
     for i in range(max(round((rows - THREE_RUN_ROWS - TABLE_ROWS) / TABLE_ROWS), 0)):
         launch.sweep_create(user=None, job_source=source, configs=table, depth=2, name=f"table {i + 1}")
     launch.sweep_create(user=None, job_source=source, configs=table, depth=2, person="queue", name="queue table")
-    audits.audit_create(user=None, job_source=source, designs=[table[0]["design"]], trackers=[table[0]["tracker"]],
-                        worlds=["panic"], source_name="builtin:triage")
+    audits.audit_create(
+        user=None,
+        job_source=source,
+        designs=[table[0]["design"]],
+        trackers=[table[0]["tracker"]],
+        worlds=["panic"],
+        source_name="builtin:triage",
+    )
     started = workers.start_workers(2, prefix="bench-load")
     t0 = time.monotonic()
     try:
-        while (Sweep.objects.filter(status=Sweep.Status.RUNNING).exists()
-               or Audit.objects.filter(status=Audit.Status.RUNNING).exists()):
+        while (
+            Sweep.objects.filter(status=Sweep.Status.RUNNING).exists()
+            or Audit.objects.filter(status=Audit.Status.RUNNING).exists()
+        ):
             if time.monotonic() - t0 > MAX_SECONDS * 3:
                 raise SystemExit("the sweeps did not finish in time")
             time.sleep(1)
@@ -100,6 +109,7 @@ def load(rows: int) -> None:
 
 # --- the client ------------------------------------------------------------------------------------
 
+
 class Site:
     """One logged-in session on a loopback server, as a browser behind the TLS proxy."""
 
@@ -107,14 +117,19 @@ class Site:
         self.host, self.port, self.cookies = host, port, {}
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        h = {"Host": f"{self.host}:{self.port}", "X-Forwarded-Proto": "https", "Accept-Encoding": "gzip",
-             "User-Agent": "bench_load"}
+        h = {
+            "Host": f"{self.host}:{self.port}",
+            "X-Forwarded-Proto": "https",
+            "Accept-Encoding": "gzip",
+            "User-Agent": "bench_load",
+        }
         if self.cookies:
             h["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         return {**h, **(extra or {})}
 
-    def request(self, method: str, path: str, body: str | None = None,
-                extra: dict[str, str] | None = None) -> tuple[int, bytes, http.client.HTTPResponse]:
+    def request(
+        self, method: str, path: str, body: str | None = None, extra: dict[str, str] | None = None
+    ) -> tuple[int, bytes, http.client.HTTPResponse]:
         conn = http.client.HTTPConnection(self.host, self.port, timeout=REQUEST_TIMEOUT)
         try:
             conn.request(method, path, body=body, headers=self.headers(extra))
@@ -136,10 +151,16 @@ class Site:
         page = (gzip.decompress(data) if r.getheader("Content-Encoding") == "gzip" else data).decode()
         token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
         origin = f"https://{self.host}:{self.port}"
-        status, _, r = self.request("POST", "/accounts/login/",
-                                    urlencode({"username": user, "password": password, "csrfmiddlewaretoken": token}),
-                                    {"Content-Type": "application/x-www-form-urlencoded", "Origin": origin,
-                                     "Referer": origin + "/accounts/login/"})
+        status, _, r = self.request(
+            "POST",
+            "/accounts/login/",
+            urlencode({"username": user, "password": password, "csrfmiddlewaretoken": token}),
+            {
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Origin": origin,
+                "Referer": origin + "/accounts/login/",
+            },
+        )
         self._keep(r)
         if status != 302 or "sessionid" not in self.cookies:
             raise SystemExit(f"login as {user} failed ({status})")
@@ -171,18 +192,27 @@ def pages(site: Site) -> list[tuple[str, str]]:
     for s in (big, table, queue):
         if s is None:
             continue
-        out += [("sweep page", f"/sweeps/{s}/"), ("progress poll", f"/sweeps/{s}/progress/"),
-                ("heatmap", f"/sweeps/{s}/heatmap/"), ("heatmap config", f"/sweeps/{s}/heatmap/?metric=asks&config=5"),
-                ("scenarios", f"/sweeps/{s}/scenarios/"),
-                ("scenarios filtered", f"/sweeps/{s}/scenarios/?config=3&has_dups=yes&sum=duplicates"),
-                ("scenarios filtered", f"/sweeps/{s}/scenarios/?design=keys&tracker=keyed&asked=no&page=2"),
-                ("scenarios page", f"/sweeps/{s}/scenarios/?page=40"),
-                ("scenarios page", f"/sweeps/{s}/scenarios/?twice=yes&page=120"),
-                ("sweep questions", f"/sweeps/{s}/questions/")]
+        out += [
+            ("sweep page", f"/sweeps/{s}/"),
+            ("progress poll", f"/sweeps/{s}/progress/"),
+            ("heatmap", f"/sweeps/{s}/heatmap/"),
+            ("heatmap config", f"/sweeps/{s}/heatmap/?metric=asks&config=5"),
+            ("scenarios", f"/sweeps/{s}/scenarios/"),
+            ("scenarios filtered", f"/sweeps/{s}/scenarios/?config=3&has_dups=yes&sum=duplicates"),
+            ("scenarios filtered", f"/sweeps/{s}/scenarios/?design=keys&tracker=keyed&asked=no&page=2"),
+            ("scenarios page", f"/sweeps/{s}/scenarios/?page=40"),
+            ("scenarios page", f"/sweeps/{s}/scenarios/?twice=yes&page=120"),
+            ("sweep questions", f"/sweeps/{s}/questions/"),
+        ]
     out += [("scenario", f"/scenarios/{i}/?back=/sweeps/{big}/scenarios/") for i in scen]
-    out += [("questions", "/questions/"), ("questions", "/questions/?status=answered"),
-            ("compare", f"/compare/?a={table}&b={big}"), ("compare", f"/compare/?a={queue or table}&b={table}"),
-            ("compare form", "/compare/"), ("audits", "/audits/")]
+    out += [
+        ("questions", "/questions/"),
+        ("questions", "/questions/?status=answered"),
+        ("compare", f"/compare/?a={table}&b={big}"),
+        ("compare", f"/compare/?a={queue or table}&b={table}"),
+        ("compare form", "/compare/"),
+        ("audits", "/audits/"),
+    ]
     out += [("audit", f"/audits/{a}/") for a in ids(site.text("/audits/"), r'href="/audits/(\d+)/"')[:2]]
     return out
 
@@ -192,8 +222,9 @@ def percentile(sorted_ms: list[float], q: float) -> float:
     return sorted_ms[min(len(sorted_ms) - 1, max(math.ceil(q * len(sorted_ms)) - 1, 0))]
 
 
-def hammer(site: Site, todo: list[tuple[str, str]], clients: int, seconds: float,
-           probe: float) -> tuple[dict[str, list[float]], dict[str, list[str]], float]:
+def hammer(
+    site: Site, todo: list[tuple[str, str]], clients: int, seconds: float, probe: float
+) -> tuple[dict[str, list[float]], dict[str, list[str]], float]:
     times: dict[str, list[float]] = defaultdict(list)
     errors: dict[str, list[str]] = defaultdict(list)
     lock = threading.Lock()
@@ -240,8 +271,10 @@ def hammer(site: Site, todo: list[tuple[str, str]], clients: int, seconds: float
 def report(times: dict[str, list[float]], errors: dict[str, list[str]], took: float, clients: int) -> None:
     def line(name: str, ms: list[float]) -> str:
         s = sorted(ms)
-        return (f"{name:<22} {len(s):>6} {percentile(s, .5):>8.0f} {percentile(s, .95):>8.0f} {s[-1]:>8.0f}"
-                f"{'  errors: ' + str(len(errors[name])) if errors.get(name) else ''}")
+        return (
+            f"{name:<22} {len(s):>6} {percentile(s, 0.5):>8.0f} {percentile(s, 0.95):>8.0f} {s[-1]:>8.0f}"
+            f"{'  errors: ' + str(len(errors[name])) if errors.get(name) else ''}"
+        )
 
     print(f"\n{clients} clients, {took:.1f} s, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'page':<22} {'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
@@ -289,14 +322,22 @@ def served(args: argparse.Namespace) -> tuple[str, int, str, str, list[subproces
         print(f"stored in {time.monotonic() - t0:.0f} s", flush=True)
     password = secrets.token_urlsafe(16)
     manage(env, "user", USER, "--role", "operator", "--password-stdin", stdin=password + "\n")
-    manage(env, "shell", "--no-imports", "-c",
-           f"from django.contrib.auth import get_user_model; u = get_user_model().objects.get(username={USER!r}); "
-           f"u.set_password({password!r}); u.save()")
+    manage(
+        env,
+        "shell",
+        "--no-imports",
+        "-c",
+        f"from django.contrib.auth import get_user_model; u = get_user_model().objects.get(username={USER!r}); "
+        f"u.set_password({password!r}); u.save()",
+    )
     port = free_port()
     procs = start_celery(env, var)
     procs.append(start_gunicorn(env, var, port, args.gunicorn_workers))
-    print(f"gunicorn ({args.gunicorn_workers} workers) on 127.0.0.1:{port}, {stored_rows(db):,} scenario rows, "
-          f"folder {var}", flush=True)
+    print(
+        f"gunicorn ({args.gunicorn_workers} workers) on 127.0.0.1:{port}, {stored_rows(db):,} scenario rows, "
+        f"folder {var}",
+        flush=True,
+    )
     return "127.0.0.1", port, USER, password, procs, temp
 
 

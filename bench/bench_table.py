@@ -28,8 +28,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args()
     conditions = ["--crash-model", args.crash_model, "--fsync", args.fsync]
-    result = sweep(table_configs(jobs.load("triage"), crash_model=args.crash_model, fsync=args.fsync == "on"),
-                   workers=max(args.workers))
+    result = sweep(
+        table_configs(jobs.load("triage"), crash_model=args.crash_model, fsync=args.fsync == "on"),
+        workers=max(args.workers),
+    )
     print(f"{' '.join(conditions)}: scenarios: {result.scenarios}, checkpoint saves: {result.saves}")
     print("| workers | median wall (s) | min (s) | scenarios/s | ms/scenario |")
     print("|---:|---:|---:|---:|---:|")
@@ -37,12 +39,17 @@ def main() -> None:
         times = []
         for _ in range(args.repeat):
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "agentcore", "table", "--workers", str(workers), *conditions],
-                           check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "agentcore", "table", "--workers", str(workers), *conditions],
+                check=True,
+                capture_output=True,
+            )
             times.append(time.perf_counter() - t)
         med = statistics.median(times)
-        print(f"| {workers} | {med:.2f} | {min(times):.2f} | {result.scenarios / med:,.0f} | "
-              f"{1000 * med / result.scenarios:.2f} |")
+        print(
+            f"| {workers} | {med:.2f} | {min(times):.2f} | {result.scenarios / med:,.0f} | "
+            f"{1000 * med / result.scenarios:.2f} |"
+        )
 
 
 if __name__ == "__main__":

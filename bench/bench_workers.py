@@ -63,8 +63,23 @@ def command(what: str, workers: int, merge: bool) -> list[str]:
     more = [] if merge else ["--no-merge"]
     if what == "table":
         return [sys.executable, "-m", "agentcore", "table", "--format", "csv", "--workers", str(workers), *more]
-    return [sys.executable, "-m", "agentcore", "sweep", "--job", what, "--design", "loop", "--tracker", "keyed",
-            "--format", "csv", "--workers", str(workers), *more]
+    return [
+        sys.executable,
+        "-m",
+        "agentcore",
+        "sweep",
+        "--job",
+        what,
+        "--design",
+        "loop",
+        "--tracker",
+        "keyed",
+        "--format",
+        "csv",
+        "--workers",
+        str(workers),
+        *more,
+    ]
 
 
 def wall(argv: list[str]) -> float:
@@ -76,8 +91,16 @@ def wall(argv: list[str]) -> float:
 def inner(what: str, workers: int, merge: bool, copies: int = 1) -> tuple[float, float, float]:
     """sweep()'s own seconds, and CPU seconds in its process and in its workers; with copies > 1,
     that many at once, the slowest."""
-    procs = [subprocess.Popen([sys.executable, "-c", INNER, what, str(workers), "merge" if merge else "no-merge"],
-                              cwd=TREE[0], stdout=subprocess.PIPE, text=True, env=ENV) for _ in range(copies)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", INNER, what, str(workers), "merge" if merge else "no-merge"],
+            cwd=TREE[0],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for _ in range(copies)
+    ]
     wall, own, pool = max(tuple(map(float, p.communicate()[0].split())) for p in procs)
     return wall, own, pool
 
@@ -112,9 +135,9 @@ def main() -> None:
             times: dict[str, list[float]] = {k: [] for k in ("w1", "w2", "i1", "i2", "alone", "both")}
             cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
             for r in range(args.rounds):
-                for workers in ((1, 2) if r % 2 == 0 else (2, 1)):
+                for workers in (1, 2) if r % 2 == 0 else (2, 1):
                     times[f"w{workers}"].append(wall(command(what, workers, merge)))
-                for workers in ((1, 2) if r % 2 == 0 else (2, 1)):
+                for workers in (1, 2) if r % 2 == 0 else (2, 1):
                     seconds, own, pool = inner(what, workers, merge)
                     times[f"i{workers}"].append(seconds)
                     cpu[workers].append((own, pool))
@@ -125,8 +148,10 @@ def main() -> None:
             report(f"{name}: two cores (one sweep alone; two at once, per sweep)", times["alone"], times["both"])
             one = statistics.median(own + pool for own, pool in cpu[1])
             own2, pool2 = (statistics.median(c[n] for c in cpu[2]) for n in (0, 1))
-            cpus.append(f"{name}: sweep() CPU, medians: 1 worker {one:.3f} s; 2 workers {own2:.3f} s here + "
-                        f"{pool2:.3f} s in the workers = {own2 + pool2:.3f} s ({(own2 + pool2) / one:.2f}x one's)")
+            cpus.append(
+                f"{name}: sweep() CPU, medians: 1 worker {one:.3f} s; 2 workers {own2:.3f} s here + "
+                f"{pool2:.3f} s in the workers = {own2 + pool2:.3f} s ({(own2 + pool2) / one:.2f}x one's)"
+            )
     print("\n".join(cpus))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -18,8 +18,19 @@ CONDITION_NAMES = tuple(c.name for c in CONDITIONS)
 
 @admin.register(Sweep)
 class SweepAdmin(admin.ModelAdmin):
-    list_display = ("id", "job_name", "status", "depth", "runs", "person", *CONDITION_NAMES, "total_chunks",
-                    "created_by", "created_at", "finished_at")
+    list_display = (
+        "id",
+        "job_name",
+        "status",
+        "depth",
+        "runs",
+        "person",
+        *CONDITION_NAMES,
+        "total_chunks",
+        "created_by",
+        "created_at",
+        "finished_at",
+    )
     # Every condition but a number (a seed has too many values to filter by).
     list_filter = ("status", "person", "depth", *(c.name for c in CONDITIONS if c.type is not int))
     search_fields = ("job_name", "error")
@@ -31,8 +42,19 @@ class SweepAdmin(admin.ModelAdmin):
 
 @admin.register(Chunk)
 class ChunkAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep", "config", "first_point", "second_from", "second_to", "kind", "stored", "scenarios",
-                    "attempts", "stored_at")
+    list_display = (
+        "id",
+        "sweep",
+        "config",
+        "first_point",
+        "second_from",
+        "second_to",
+        "kind",
+        "stored",
+        "scenarios",
+        "attempts",
+        "stored_at",
+    )
     list_filter = ("stored", "kind")
     raw_id_fields = ("sweep",)
     list_select_related = ("sweep",)
@@ -40,9 +62,25 @@ class ChunkAdmin(admin.ModelAdmin):
 
 @admin.register(Scenario)
 class ScenarioAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep_id", "config", "design", "tracker", "first_point", "second_point", "third_point",
-                    "duplicates", "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus",
-                    "status")
+    list_display = (
+        "id",
+        "sweep_id",
+        "config",
+        "design",
+        "tracker",
+        "first_point",
+        "second_point",
+        "third_point",
+        "duplicates",
+        "missing",
+        "wrong",
+        "gave_up",
+        "denied_ran",
+        "asks",
+        "avoidable",
+        "calls_plus",
+        "status",
+    )
     list_filter = ("status", "tracker", "design", "first_kind")
     search_fields = ("first_label", "second_label", "third_label")
     raw_id_fields = ("sweep",)
@@ -57,8 +95,19 @@ class ScenarioAdmin(admin.ModelAdmin):
 
 @admin.register(Question)
 class QuestionAdmin(admin.ModelAdmin):
-    list_display = ("id", "sweep_id", "scenario_id", "qid", "key", "status", "avoidable", "answer", "truth",
-                    "answered_by", "answered_at")
+    list_display = (
+        "id",
+        "sweep_id",
+        "scenario_id",
+        "qid",
+        "key",
+        "status",
+        "avoidable",
+        "answer",
+        "truth",
+        "answered_by",
+        "answered_at",
+    )
     list_filter = ("status", "avoidable", "answer", "truth")
     search_fields = ("qid", "key")
     raw_id_fields = ("sweep", "scenario", "answered_by")
@@ -75,8 +124,20 @@ class AuditAdmin(admin.ModelAdmin):
 
 @admin.register(AuditUnit)
 class AuditUnitAdmin(admin.ModelAdmin):
-    list_display = ("id", "audit", "world", "design", "tracker", "stored", "scenarios", "ok", "expected", "breaks",
-                    "attempts", "stored_at")
+    list_display = (
+        "id",
+        "audit",
+        "world",
+        "design",
+        "tracker",
+        "stored",
+        "scenarios",
+        "ok",
+        "expected",
+        "breaks",
+        "attempts",
+        "stored_at",
+    )
     list_filter = ("stored", "world")
     raw_id_fields = ("audit",)
     readonly_fields = ("candidates",)

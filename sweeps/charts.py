@@ -52,8 +52,11 @@ def kind_codes(kinds: Iterable[str]) -> dict[str, str]:
     for kind in kinds:
         words = kind.upper().split("-")
         first, second = words[0][:1], words[1] if len(words) > 1 else ""
-        tries = itertools.chain([first + second[:n] for n in range(1, len(second) + 1)] or [first], [kind.upper()],
-                                (f"{kind.upper()}{n}" for n in itertools.count(2)))
+        tries = itertools.chain(
+            [first + second[:n] for n in range(1, len(second) + 1)] or [first],
+            [kind.upper()],
+            (f"{kind.upper()}{n}" for n in itertools.count(2)),
+        )
         code = next(c for c in tries if c not in taken)
         codes[kind] = code
         taken.add(code)
@@ -95,16 +98,21 @@ def _zrange(z: list[list[int | None]]) -> dict[str, int]:
 Grid = list[list[int | None]]
 
 
-def _metric_views(grids: Mapping[str, Grid], heading: Callable[[str], str],
-                  hover: Callable[[str], str]) -> dict[str, dict[str, Any]]:
+def _metric_views(
+    grids: Mapping[str, Grid], heading: Callable[[str], str], hover: Callable[[str], str]
+) -> dict[str, dict[str, Any]]:
     """Per metric, what Plotly.update changes to show it: the trace's z, colour range, colour bar title
     and hover ("restyle", one value per trace), and the figure's title ("relayout")."""
     views = {}
     for m, z in grids.items():
         title = METRIC_TITLES.get(m, m)
         views[m] = {
-            "restyle": {"z": [z], **{k: [v] for k, v in _zrange(z).items()},
-                        "colorbar.title.text": [title], "hovertemplate": [hover(title)]},
+            "restyle": {
+                "z": [z],
+                **{k: [v] for k, v in _zrange(z).items()},
+                "colorbar.title.text": [title],
+                "hovertemplate": [hover(title)],
+            },
             "relayout": {"title.text": heading(title)},
         }
     return views
@@ -112,10 +120,18 @@ def _metric_views(grids: Mapping[str, Grid], heading: Callable[[str], str],
 
 def _trace(view: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     r = view["restyle"]
-    return {"type": "heatmap", "z": r["z"][0], "zmin": r["zmin"][0], "zmax": r["zmax"][0],
-            "colorscale": COLORSCALE, "xgap": 2, "ygap": 2,
-            "colorbar": {"title": {"text": r["colorbar.title.text"][0]}}, "hovertemplate": r["hovertemplate"][0],
-            **fields}
+    return {
+        "type": "heatmap",
+        "z": r["z"][0],
+        "zmin": r["zmin"][0],
+        "zmax": r["zmax"][0],
+        "colorscale": COLORSCALE,
+        "xgap": 2,
+        "ygap": 2,
+        "colorbar": {"title": {"text": r["colorbar.title.text"][0]}},
+        "hovertemplate": r["hovertemplate"][0],
+        **fields,
+    }
 
 
 def _cell_text(text: list[list[str | None]], cells: int) -> dict[str, Any]:
@@ -125,8 +141,9 @@ def _cell_text(text: list[list[str | None]], cells: int) -> dict[str, Any]:
     return {"text": [[t or "" for t in row] for row in text], "texttemplate": "%{text}", "textfont": {"size": 9}}
 
 
-def design_first_figure(cells: Iterable[Mapping[str, Any]], config_names: Sequence[str],
-                        labels: Mapping[tuple[int, int], str], metric: str) -> dict[str, Any]:
+def design_first_figure(
+    cells: Iterable[Mapping[str, Any]], config_names: Sequence[str], labels: Mapping[tuple[int, int], str], metric: str
+) -> dict[str, Any]:
     """Configuration (y, top to bottom) x first crash point (x).
 
     cells: {"config", "first_point"} and each metric's sum ("duplicates", "asks", ...; a missing one
@@ -148,28 +165,50 @@ def design_first_figure(cells: Iterable[Mapping[str, Any]], config_names: Sequen
             label = labels.get((row, c["first_point"]), "")
             custom[row][col] = plotly_text(label)
             text[row][col] = kind_code(label)
-    views = _metric_views(grids, lambda t: f"{t}: configuration × first crash point",
-                          lambda t: "%{customdata}<br>first point %{x}<br>" + t + ": %{z}<extra></extra>")
+    views = _metric_views(
+        grids,
+        lambda t: f"{t}: configuration × first crash point",
+        lambda t: "%{customdata}<br>first point %{x}<br>" + t + ": %{z}<extra></extra>",
+    )
     view = views.get(metric) or views["duplicates"]
     return {
-        "data": [_trace(view, x=list(range(1, width + 1)), y=list(range(len(config_names))), customdata=custom,
-                        **_cell_text(text, len(cells)))],
+        "data": [
+            _trace(
+                view,
+                x=list(range(1, width + 1)),
+                y=list(range(len(config_names))),
+                customdata=custom,
+                **_cell_text(text, len(cells)),
+            )
+        ],
         "layout": {
             "title": {"text": view["relayout"]["title.text"]},
-            "xaxis": {"title": {"text": "first crash point (the letters in a cell name its kind)"},
-                      "zeroline": False, "showgrid": False, **({"dtick": 1} if width <= 40 else {})},
-            "yaxis": {"tickmode": "array", "tickvals": list(range(len(config_names))),
-                      "ticktext": [plotly_text(n) for n in config_names], "autorange": "reversed", "automargin": True,
-                      "zeroline": False, "showgrid": False},
+            "xaxis": {
+                "title": {"text": "first crash point (the letters in a cell name its kind)"},
+                "zeroline": False,
+                "showgrid": False,
+                **({"dtick": 1} if width <= 40 else {}),
+            },
+            "yaxis": {
+                "tickmode": "array",
+                "tickvals": list(range(len(config_names))),
+                "ticktext": [plotly_text(n) for n in config_names],
+                "autorange": "reversed",
+                "automargin": True,
+                "zeroline": False,
+                "showgrid": False,
+            },
             "plot_bgcolor": GAP_COLOR,
-            "height": 170 + 30 * len(config_names), "margin": {"t": 50, "r": 20, "b": 50},
+            "height": 170 + 30 * len(config_names),
+            "margin": {"t": 50, "r": 20, "b": 50},
         },
         "metrics": views,
     }
 
 
-def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int, str],
-                        config_name: str, metric: str) -> dict[str, Any]:
+def first_second_figure(
+    cells: Iterable[Mapping[str, Any]], labels: Mapping[int, str], config_name: str, metric: str
+) -> dict[str, Any]:
     """One configuration's twice scenarios: first crash point (x) x second crash point (y, in the restart).
 
     cells: {"id", "first_point", "second_point", "second_label"} and each metric's value; one cell
@@ -184,6 +223,58 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
     # last save leaves its restart no point to crash: a column with no cell).
     width = max([c["first_point"] for c in cells] + [p for p in labels if cells], default=0)
     height = max((c["second_point"] for c in cells), default=0)
+    grids, text, custom = _first_second_grids(cells, labels, width, height)
+    views = _metric_views(
+        grids,
+        lambda t: f"{plotly_text(config_name)}: first × second crash point ({t})",
+        lambda t: (
+            "first %{x}: %{customdata[0]}<br>second %{y}: %{customdata[1]}<br>"
+            + t
+            + ": %{z}<br>scenario %{customdata[2]} (click: its timeline)<extra></extra>"
+        ),
+    )
+    view = views.get(metric) or views["duplicates"]
+    return {
+        "data": [
+            _trace(
+                view,
+                x=list(range(1, width + 1)),
+                y=list(range(1, height + 1)),
+                customdata=custom,
+                **_cell_text(text, len(cells)),
+            )
+        ],
+        "layout": {
+            "title": {"text": view["relayout"]["title.text"]},
+            "xaxis": {
+                "title": {"text": "first crash point", "standoff": 12},
+                "tickmode": "array",
+                "tickvals": list(range(1, width + 1)),
+                "ticktext": [plotly_text(f"{p} {kind_of(labels.get(p))}".strip()) for p in range(1, width + 1)],
+                "tickangle": -90,
+                "automargin": True,
+                "zeroline": False,
+                "showgrid": False,
+            },
+            "yaxis": {
+                "title": {"text": "second crash point (in the restart)"},
+                "autorange": "reversed",
+                "zeroline": False,
+                "showgrid": False,
+                **({"dtick": 1} if height <= 40 else {}),
+            },
+            "plot_bgcolor": GAP_COLOR,
+            "height": max(360, min(1100, 240 + 18 * height)),
+            "margin": {"t": 50, "r": 20, "b": 50},
+        },
+        "metrics": views,
+    }
+
+
+def _first_second_grids(
+    cells: list[Mapping[str, Any]], labels: Mapping[int, str], width: int, height: int
+) -> tuple[dict[str, Grid], list[list[str | None]], list[list[list[Any] | None]]]:
+    """first_second_figure's grids (one per metric), cell letters and customdata, second point by first."""
     grids: dict[str, Grid] = {m: [[None] * width for _ in range(height)] for m in METRIC_TITLES}
     text: list[list[str | None]] = [[None] * width for _ in range(height)]
     custom: list[list[list[Any] | None]] = [[None] * width for _ in range(height)]
@@ -192,33 +283,22 @@ def first_second_figure(cells: Iterable[Mapping[str, Any]], labels: Mapping[int,
         if first >= 1 and second >= 1:
             for m, z in grids.items():
                 z[second - 1][first - 1] = c.get(m) or 0
-            custom[second - 1][first - 1] = [plotly_text(labels.get(first, "")),
-                                             plotly_text(c.get("second_label") or ""), c.get("id")]
+            custom[second - 1][first - 1] = [
+                plotly_text(labels.get(first, "")),
+                plotly_text(c.get("second_label") or ""),
+                c.get("id"),
+            ]
             text[second - 1][first - 1] = kind_code(c.get("second_label"))
-    views = _metric_views(grids, lambda t: f"{plotly_text(config_name)}: first × second crash point ({t})",
-                          lambda t: ("first %{x}: %{customdata[0]}<br>second %{y}: %{customdata[1]}<br>"
-                                     + t + ": %{z}<br>scenario %{customdata[2]} (click: its timeline)<extra></extra>"))
-    view = views.get(metric) or views["duplicates"]
-    return {
-        "data": [_trace(view, x=list(range(1, width + 1)), y=list(range(1, height + 1)), customdata=custom,
-                        **_cell_text(text, len(cells)))],
-        "layout": {
-            "title": {"text": view["relayout"]["title.text"]},
-            "xaxis": {"title": {"text": "first crash point", "standoff": 12}, "tickmode": "array",
-                      "tickvals": list(range(1, width + 1)),
-                      "ticktext": [plotly_text(f"{p} {kind_of(labels.get(p))}".strip()) for p in range(1, width + 1)],
-                      "tickangle": -90, "automargin": True, "zeroline": False, "showgrid": False},
-            "yaxis": {"title": {"text": "second crash point (in the restart)"}, "autorange": "reversed",
-                      "zeroline": False, "showgrid": False, **({"dtick": 1} if height <= 40 else {})},
-            "plot_bgcolor": GAP_COLOR,
-            "height": max(360, min(1100, 240 + 18 * height)), "margin": {"t": 50, "r": 20, "b": 50},
-        },
-        "metrics": views,
-    }
+    return grids, text, custom
 
 
-def third_figure(cells: Iterable[Mapping[str, Any]], config_name: str, pair: tuple[int, int],
-                 pair_labels: tuple[str, str], metric: str) -> dict[str, Any]:
+def third_figure(
+    cells: Iterable[Mapping[str, Any]],
+    config_name: str,
+    pair: tuple[int, int],
+    pair_labels: tuple[str, str],
+    metric: str,
+) -> dict[str, Any]:
     """A depth-3 sweep's thrice scenarios of one (first, second) pair of a configuration: third
     crash point (x, in the second restart, each tick naming its kind) in one row of cells.
 
@@ -242,21 +322,43 @@ def third_figure(cells: Iterable[Mapping[str, Any]], config_name: str, pair: tup
             ticks[third - 1] = plotly_text(f"{third} {kind_of(c.get('third_label'))}")
     first, second = pair
     where = f"first {first}: {plotly_text(pair_labels[0])}<br>second {second}: {plotly_text(pair_labels[1])}<br>"
-    views = _metric_views(grids, lambda t: f"{plotly_text(config_name)}: third crash points after {first} and "
-                                           f"{second} ({t})",
-                          lambda t: (where + "third %{x}: %{customdata[0]}<br>" + t
-                                     + ": %{z}<br>scenario %{customdata[1]} (click: its timeline)<extra></extra>"))
+    views = _metric_views(
+        grids,
+        lambda t: f"{plotly_text(config_name)}: third crash points after {first} and {second} ({t})",
+        lambda t: (
+            where
+            + "third %{x}: %{customdata[0]}<br>"
+            + t
+            + ": %{z}<br>scenario %{customdata[1]} (click: its timeline)<extra></extra>"
+        ),
+    )
     view = views.get(metric) or views["duplicates"]
     return {
-        "data": [_trace(view, x=list(range(1, width + 1)), y=[f"{first} × {second}"], customdata=custom,
-                        **_cell_text(text, len(cells)))],
+        "data": [
+            _trace(
+                view,
+                x=list(range(1, width + 1)),
+                y=[f"{first} × {second}"],
+                customdata=custom,
+                **_cell_text(text, len(cells)),
+            )
+        ],
         "layout": {
             "title": {"text": view["relayout"]["title.text"]},
-            "xaxis": {"title": {"text": "third crash point (in the second restart)", "standoff": 12},
-                      "tickmode": "array", "tickvals": list(range(1, width + 1)), "ticktext": ticks,
-                      "tickangle": -90, "automargin": True, "zeroline": False, "showgrid": False},
+            "xaxis": {
+                "title": {"text": "third crash point (in the second restart)", "standoff": 12},
+                "tickmode": "array",
+                "tickvals": list(range(1, width + 1)),
+                "ticktext": ticks,
+                "tickangle": -90,
+                "automargin": True,
+                "zeroline": False,
+                "showgrid": False,
+            },
             "yaxis": {"title": {"text": "first × second"}, "automargin": True, "zeroline": False, "showgrid": False},
-            "plot_bgcolor": GAP_COLOR, "height": 300, "margin": {"t": 50, "r": 20, "b": 50},
+            "plot_bgcolor": GAP_COLOR,
+            "height": 300,
+            "margin": {"t": 50, "r": 20, "b": 50},
         },
         "metrics": views,
     }

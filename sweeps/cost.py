@@ -11,8 +11,8 @@ Rules:
   sound design, kept per process) is counted as one more play of the run; it is not charged.
 - Every play a request makes after its estimate is charged to one WorkBudget of the same bound
   (`bounded`): an estimate that was wrong stops the work at the bound with the same refusal.
-- A refusal is a TooCostly, a ValidationError whose message names the figure and the bound: pages
-  and JSON answer it as they answer other bad input (400).
+- A refusal is a TooCostly, a BadRequest (sweeps.errors: a ValidationError too) whose message names
+  the figure and the bound: pages and JSON answer it as they answer other bad input (400).
 """
 
 from __future__ import annotations
@@ -20,24 +20,25 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from django.core.exceptions import ValidationError
-
 import agentcore as agentsweep
+from sweeps.errors import BadRequest
 
 STEP = "a step: a crash point played, a block written or a power-cut disk state looked at"
 FEWER = "ask for fewer job runs or configurations, fsync on, or a smaller job"
 
 
-class TooCostly(ValidationError):
+class TooCostly(BadRequest):
     """A request over its bound of work; the message names the figure and the bound."""
 
 
 def refusal(what: str, steps: int, bound: int, *, counted: bool = True) -> TooCostly:
-    """"this witness would take about 1,234,567 steps of work; the bound is 400,000 (...)";
+    """ "this witness would take about 1,234,567 steps of work; the bound is 400,000 (...)";
     `counted` false: the count stopped at `steps` (more than that)."""
     about = "about" if counted else "more than"
-    return TooCostly(f"{what} would take {about} {steps:,} steps of work; the bound is {bound:,} ({STEP}): "
-                     f"{FEWER}", code="too_costly")
+    return TooCostly(
+        f"{what} would take {about} {steps:,} steps of work; the bound is {bound:,} ({STEP}): {FEWER}",
+        code="too_costly",
+    )
 
 
 def play_cost(cfg: agentsweep.Config, bound: int) -> tuple[int, int]:
@@ -74,5 +75,7 @@ def bounded(what: str, bound: int) -> Iterator[agentsweep.WorkBudget]:
     try:
         yield budget
     except agentsweep.OverBudget as e:
-        raise TooCostly(f"{what} stopped after {e.spent:,} steps of work; the bound is {bound:,} ({STEP}): "
-                        f"{FEWER}", code="too_costly") from None
+        raise TooCostly(
+            f"{what} stopped after {e.spent:,} steps of work; the bound is {bound:,} ({STEP}): {FEWER}",
+            code="too_costly",
+        ) from None

@@ -45,10 +45,7 @@ TABLE_FORMATS: dict[str, tuple[str, str]] = {
     "md": ("markdown", "text/markdown; charset=utf-8"),
 }
 # URL suffix -> content type
-ROW_FORMATS: dict[str, str] = {
-    "csv": "text/csv; charset=utf-8",
-    "jsonl": "application/x-ndjson",
-}
+ROW_FORMATS: dict[str, str] = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 # The sweep's conditions as exported fields (agentcore.conditions' names: agentcore.config.Config's fields).
 CONDITION_FIELDS = Conditions._fields
 # A scenario row's columns: where it comes from, then the agentcore record's fields in order; a depth-3
@@ -87,7 +84,7 @@ def condition_values(conditions: Conditions) -> dict[str, Any]:
 
 
 def conditions_line(conditions: Conditions) -> str:
-    """"crash model: power-cut, fsync off" (agentcore's words, as the sweep page says them)."""
+    """ "crash model: power-cut, fsync off" (agentcore's words, as the sweep page says them)."""
     return f"crash model: {agent_conditions(**conditions._asdict())}"
 
 
@@ -119,8 +116,9 @@ def _batched(lines: Iterable[str], size: int = BATCH) -> Iterator[str]:
         yield "".join(buf)
 
 
-def _with_conditions(rows: Iterable[Mapping[str, Any]], conditions: Conditions,
-                     fields: Sequence[str]) -> Iterator[list[Any]]:
+def _with_conditions(
+    rows: Iterable[Mapping[str, Any]], conditions: Conditions, fields: Sequence[str]
+) -> Iterator[list[Any]]:
     """Each row's values in `fields` order, the sweep's conditions (see the rules) in their places."""
     values = condition_values(conditions)
     for r in rows:
@@ -153,24 +151,42 @@ def _take(out: io.StringIO) -> str:
 def rows_jsonl(rows: Iterable[Mapping[str, Any]], conditions: Conditions, depth: int = 2) -> Iterator[str]:
     """One JSON object per line, keys in row_fields(depth) order."""
     fields = row_fields(depth)
-    return _batched(json.dumps(dict(zip(fields, values, strict=True))) + "\n"
-                    for values in _with_conditions(rows, conditions, fields))
+    return _batched(
+        json.dumps(dict(zip(fields, values, strict=True))) + "\n"
+        for values in _with_conditions(rows, conditions, fields)
+    )
 
 
 def filename(sweep_id: int, what: str, suffix: str) -> str:
     return f"sweep-{sweep_id}-{what}.{suffix}"
 
 
-def compare_csv(rows: Iterable[Mapping[str, Any]], a_id: int, b_id: int, a_conditions: Conditions,
-                b_conditions: Conditions, columns: Sequence[str]) -> str:
+def compare_csv(
+    rows: Iterable[Mapping[str, Any]],
+    a_id: int,
+    b_id: int,
+    a_conditions: Conditions,
+    b_conditions: Conditions,
+    columns: Sequence[str],
+) -> str:
     """Two sweeps' tables compared (selectors.compare_tables rows) as CSV: per configuration, which
     sweeps have it, whether anything differs, then each column's value in A, in B and B - A (empty
     where a sweep lacks the row; `columns`: selectors.table_columns of the two), then each sweep's
     conditions in words ("power-cut, fsync off")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
-    writer.writerow(["sweep_a", "sweep_b", "configuration", "in", "changed",
-                     *(f"{c}_{side}" for c in columns for side in ("a", "b", "diff")), "conditions_a", "conditions_b"])
+    writer.writerow(
+        [
+            "sweep_a",
+            "sweep_b",
+            "configuration",
+            "in",
+            "changed",
+            *(f"{c}_{side}" for c in columns for side in ("a", "b", "diff")),
+            "conditions_a",
+            "conditions_b",
+        ]
+    )
     words = [agent_conditions(**a_conditions._asdict()), agent_conditions(**b_conditions._asdict())]
     for r in rows:
         where = "both" if r["a"] is not None and r["b"] is not None else ("a only" if r["b"] is None else "b only")

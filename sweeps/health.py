@@ -27,7 +27,7 @@ from sweeps.workqueue import workers
 def one_line(e: BaseException) -> str:
     """An exception's message on one line (psycopg's span several)."""
     text = " ".join(str(e).split()) or type(e).__name__
-    return text if len(text) <= limits.ERROR_CHARS else text[:limits.ERROR_CHARS - 1] + "…"
+    return text if len(text) <= limits.ERROR_CHARS else text[: limits.ERROR_CHARS - 1] + "…"
 
 
 def database_problem(alias: str = DEFAULT_DB_ALIAS) -> str | None:
@@ -63,6 +63,11 @@ def report() -> dict[str, Any]:
         else:
             if not live:
                 problems.append(f"no worker consumes the queue {workers.queue_name()!r}: sweeps will not run")
-    return {"ok": not problems, "database": database or "ok", "broker": broker or "ok", "workers": len(live),
-            "queue": workers.queue_name(), "problems": problems}
-
+    return {
+        "ok": not problems,
+        "database": database or "ok",
+        "broker": broker or "ok",
+        "workers": len(live),
+        "queue": workers.queue_name(),
+        "problems": problems,
+    }

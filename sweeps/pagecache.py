@@ -55,7 +55,8 @@ def rows_version(sweep: Sweep, *, every_status: bool = False) -> str | None:
         stored = Chunk.objects.filter(sweep=sweep, stored=True).count()
         q = Question.objects.filter(sweep=sweep).aggregate(
             open=Count("id", filter=Q(status=Question.Status.OPEN)),
-            resumed=Count("id", filter=Q(status=Question.Status.RESUMED)))
+            resumed=Count("id", filter=Q(status=Question.Status.RESUMED)),
+        )
         version = f"{identity}.{sweep.status}.{stored}.{q['open']}.{q['resumed']}"
     sweep._rows_version = version
     return version

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from django.core.exceptions import ValidationError
-
 import agentcore as agentsweep
 from agentcore import Job, carried_bytes
 from sweeps import cost
@@ -34,6 +32,7 @@ from sweeps.configs import (
     plan_chunks,
     truthful_configs,
 )
+from sweeps.errors import PlanTooBig
 from sweeps.limits import (
     MAX_DEPTH3_SCENARIOS,
     MAX_SWEEP_JOB_BYTES,
@@ -129,7 +128,7 @@ def _sampled(depth: int, budget: int, npoints: list[int]) -> tuple[bool, list[in
     """Whether the count samples, and the points of each level it plays per configuration."""
     # Counting exactly plays about n^depth steps for a configuration of n points (n^2: each first
     # point's restart; n^3: each second point's restart too).
-    sampled = depth > 1 and sum(n ** depth for n in npoints) > budget
+    sampled = depth > 1 and sum(n**depth for n in npoints) > budget
     return sampled, [_samples(depth, budget, len(npoints), n) if sampled else EVERY for n in npoints]
 
 
@@ -196,14 +195,27 @@ def _plan(asked: _Asked) -> tuple[Plan, ChunkPlan, int]:
                 deeper = _total(n, samples, lambda f, cfg=cfg, k=samples: _thrice_points(cfg, f, k, work))
             rows.append((c["name"], n, n + sum(deeper)))
     # A queue person's scenarios stop at open questions and go on after answers: an estimate.
-    size = Plan(sum(npoints), sum(r[2] for r in rows), not sampled and asked.person == Sweep.Person.SCRIPTED,
-                tuple(rows), carried_bytes(planned.job))
+    size = Plan(
+        sum(npoints),
+        sum(r[2] for r in rows),
+        not sampled and asked.person == Sweep.Person.SCRIPTED,
+        tuple(rows),
+        carried_bytes(planned.job),
+    )
     return size, planned, run_steps
 
 
-def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-               person: str = "scripted", source_name: str = "uploaded job", budget: int = PLAN_BUDGET,
-               **conditions: Any) -> Plan:
+def sweep_plan(
+    *,
+    job_source: str,
+    configs: list[dict[str, str]],
+    depth: int = 2,
+    runs: int = 1,
+    person: str = "scripted",
+    source_name: str = "uploaded job",
+    budget: int = PLAN_BUDGET,
+    **conditions: Any,
+) -> Plan:
     """The sweep's size as sweep_create would plan it: chunks (exact) and scenarios (exact or about,
     see PLAN_BUDGET), computed with agentcore under the sweep's conditions (they decide which crash
     points there are); nothing is stored or enqueued. Bad input raises ValidationError as
@@ -215,12 +227,20 @@ def sweep_plan(*, job_source: str, configs: list[dict[str, str]], depth: int = 2
     return checked_plan(job, job_source, clean, depth, runs, person, given, budget)[0]
 
 
-def checked_plan(job: Job, job_source: str, clean: list[dict[str, str]], depth: int, runs: int, person: str,
-                 conditions: Conditions, budget: int = PLAN_BUDGET) -> tuple[Plan, ChunkPlan, int]:
+def checked_plan(
+    job: Job,
+    job_source: str,
+    clean: list[dict[str, str]],
+    depth: int,
+    runs: int,
+    person: str,
+    conditions: Conditions,
+    budget: int = PLAN_BUDGET,
+) -> tuple[Plan, ChunkPlan, int]:
     """Checked settings' planned size, chunks and steps of one play of each run (see _plan), or a
-    refusal (ValidationError): a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS scenarios, one whose
-    states would carry more than MAX_SWEEP_JOB_BYTES of its job, at any depth, and a count over
-    PLAN_STEPS (cost.TooCostly). A job carrying more than PLAN_STEP_BYTES is planned within a
+    refusal (PlanTooBig, a ValidationError too): a depth-3 sweep of more than MAX_DEPTH3_SCENARIOS
+    scenarios, one whose states would carry more than MAX_SWEEP_JOB_BYTES of its job, at any depth,
+    and a count over PLAN_STEPS (cost.TooCostly). A job carrying more than PLAN_STEP_BYTES is planned within a
     budget shrunk in proportion (its steps are that much slower)."""
     carried = carried_bytes(job)
     if carried > PLAN_STEP_BYTES:
@@ -229,16 +249,17 @@ def checked_plan(job: Job, job_source: str, clean: list[dict[str, str]], depth: 
     planned, chunks, run_steps = _plan(_Asked(job_source, key, depth, runs, person, budget, conditions, job))
     about = "" if planned.exact else "about "
     if depth == 3 and planned.scenarios > MAX_DEPTH3_SCENARIOS:
-        raise ValidationError(
+        raise PlanTooBig(
             f"this sweep has {about}{planned.shown:,} scenarios at depth 3, more than the {MAX_DEPTH3_SCENARIOS:,} "
-            "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2",
-            code="too_big")
+            "a depth-3 sweep may have; sweep fewer configurations, fewer job runs or a smaller job, or depth 2"
+        )
     if planned.job_total > MAX_SWEEP_JOB_BYTES:
-        raise ValidationError(
+        raise PlanTooBig(
             f"this sweep's states would carry {about}{_size(planned.job_total)} of its job ({about}{planned.shown:,} "
             f"scenarios, each carrying the job's {planned.job_bytes:,} bytes of calls and final text), more than "
             f"the {_size(MAX_SWEEP_JOB_BYTES)} a sweep may carry; make the job's arguments shorter, or sweep "
-            "fewer configurations or fewer job runs", code="too_big")
+            "fewer configurations or fewer job runs"
+        )
     return planned, chunks, run_steps
 
 

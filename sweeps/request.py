@@ -52,9 +52,19 @@ class LaunchRequest:
     chunks: tuple[agentsweep.Chunk, ...]
 
 
-def launch_request(*, job_source: str, configs: list[dict[str, str]], depth: int = 2, runs: int = 1,
-                   person: str = "scripted", source_name: str = "uploaded job", name: str = "", notes: str = "",
-                   job: Job | None = None, **conditions: Any) -> LaunchRequest:
+def launch_request(
+    *,
+    job_source: str,
+    configs: list[dict[str, str]],
+    depth: int = 2,
+    runs: int = 1,
+    person: str = "scripted",
+    source_name: str = "uploaded job",
+    name: str = "",
+    notes: str = "",
+    job: Job | None = None,
+    **conditions: Any,
+) -> LaunchRequest:
     """The launch of these settings, checked and planned (see the rules); `job`: the job already
     parsed from `job_source` (the form's), not parsed again. `conditions`: Conditions' fields, the
     missing ones at agentcore's defaults. Bad settings and a sweep too big raise ValidationError
@@ -67,8 +77,20 @@ def launch_request(*, job_source: str, configs: list[dict[str, str]], depth: int
     # A launch's planning plays each configuration's run for its points and for its truth.
     if 2 * run_steps > LAUNCH_STEPS:
         raise cost.refusal("planning this sweep's chunks", 2 * run_steps, LAUNCH_STEPS)
-    return LaunchRequest(job, job_source, source_name, tuple(chunks.configs), depth, runs, person, given, name, notes,
-                         planned, tuple(chunks.chunks))
+    return LaunchRequest(
+        job,
+        job_source,
+        source_name,
+        tuple(chunks.configs),
+        depth,
+        runs,
+        person,
+        given,
+        name,
+        notes,
+        planned,
+        tuple(chunks.chunks),
+    )
 
 
 def preset_configs(data: dict[str, Any]) -> list[dict[str, str]]:

@@ -25,9 +25,17 @@ READ = "sweeps.view_sweep"
 _VIEWER = ("sweeps.view_sweep", "sweeps.view_scenario", "sweeps.view_question", "sweeps.view_audit")
 _OPERATOR = (*_VIEWER, "sweeps.add_sweep", "sweeps.add_audit")
 # Staff: every permission of the sweeps app (the admin's too), users and lockouts in the admin.
-_STAFF = ("sweeps.*", "auth.view_user", "auth.add_user", "auth.change_user", "auth.view_group",
-          "axes.view_accessattempt", "axes.delete_accessattempt", "axes.view_accesslog",
-          "axes.view_accessfailurelog")
+_STAFF = (
+    "sweeps.*",
+    "auth.view_user",
+    "auth.add_user",
+    "auth.change_user",
+    "auth.view_group",
+    "axes.view_accessattempt",
+    "axes.delete_accessattempt",
+    "axes.view_accesslog",
+    "axes.view_accessfailurelog",
+)
 # Ordered from least to most: a user's role is the last one whose group it is in.
 ROLES: dict[str, tuple[str, ...]] = {"viewer": _VIEWER, "operator": _OPERATOR, "staff": _STAFF}
 
@@ -44,9 +52,16 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "resume_audit": (_OWN_AUDIT, "sweeps.change_audit"),
 }
 # What a refusal says the user tried: "may not <words>".
-_WORDS = {"launch": "launch sweeps", "resume": "resume this sweep", "cancel": "cancel this sweep",
-          "edit": "edit this sweep", "answer": "answer this sweep's questions", "delete": "delete this sweep",
-          "launch_audit": "launch audits", "resume_audit": "resume this audit"}
+_WORDS = {
+    "launch": "launch sweeps",
+    "resume": "resume this sweep",
+    "cancel": "cancel this sweep",
+    "edit": "edit this sweep",
+    "answer": "answer this sweep's questions",
+    "delete": "delete this sweep",
+    "launch_audit": "launch audits",
+    "resume_audit": "resume this audit",
+}
 assert set(_WORDS) == set(ACTIONS), "words for every action"
 SWEEP_ACTIONS = ("resume", "cancel", "edit", "answer", "delete")
 
@@ -71,7 +86,7 @@ def sweep_actions(user: Any, owner_id: int | None) -> dict[str, bool]:
 
 
 def role_name(user: Any) -> str:
-    """"superuser", the user's highest role, or "no role"."""
+    """ "superuser", the user's highest role, or "no role"."""
     if getattr(user, "is_superuser", False):
         return "superuser"
     groups = set(user.groups.values_list("name", flat=True)) if getattr(user, "pk", None) else set()
@@ -91,8 +106,11 @@ def refusal(user: Any, action: str) -> str:
 
 
 def read_refusal(user: Any) -> str:
-    return (f"your account ({role_name(user)}) may not read the dashboard: ask staff for the viewer role"
-            if getattr(user, "is_authenticated", False) else "log in to read the dashboard")
+    return (
+        f"your account ({role_name(user)}) may not read the dashboard: ask staff for the viewer role"
+        if getattr(user, "is_authenticated", False)
+        else "log in to read the dashboard"
+    )
 
 
 def permissions_of(role: str) -> Any:
@@ -103,8 +121,9 @@ def permissions_of(role: str) -> Any:
     match = Q(pk__in=[])
     for name in ROLES[role]:
         app, codename = name.split(".", 1)
-        match |= Q(content_type__app_label=app) if codename == "*" else Q(content_type__app_label=app,
-                                                                          codename=codename)
+        match |= (
+            Q(content_type__app_label=app) if codename == "*" else Q(content_type__app_label=app, codename=codename)
+        )
     return Permission.objects.filter(match)
 
 

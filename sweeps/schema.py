@@ -27,14 +27,14 @@ _ALL = tuple(f.name for f in fields(ScenarioRecord))
 THIRD_FIELDS = tuple(f for f in _ALL if f.startswith("third_"))
 _STATUS = _ALL.index("status")
 # The record's JSON fields (filled when asked for): never read by lists and exports.
-JSON_FIELDS = tuple(f for f in _ALL[_STATUS + 1:] if f not in THIRD_FIELDS)  # timeline, effects
+JSON_FIELDS = tuple(f for f in _ALL[_STATUS + 1 :] if f not in THIRD_FIELDS)  # timeline, effects
 # The record's other fields, the third point's after the second's: what a scenario row exports.
 _SECOND_END = _ALL.index("second_label") + 1
-RECORD_FIELDS = (*_ALL[:_SECOND_END], *THIRD_FIELDS, *_ALL[_SECOND_END:_STATUS + 1])
+RECORD_FIELDS = (*_ALL[:_SECOND_END], *THIRD_FIELDS, *_ALL[_SECOND_END : _STATUS + 1])
 # What a depth-1 or depth-2 sweep's scenario row exports: no third point.
 TWICE_FIELDS = tuple(f for f in RECORD_FIELDS if f not in THIRD_FIELDS)
 # What happened in the scenario (the rest says which scenario it is).
-OUTCOME_FIELDS = RECORD_FIELDS[RECORD_FIELDS.index("duplicates"):RECORD_FIELDS.index("status")]
+OUTCOME_FIELDS = RECORD_FIELDS[RECORD_FIELDS.index("duplicates") : RECORD_FIELDS.index("status")]
 SECOND_FIELDS = ("second_point", "second_kind", "second_label")
 # A row's columns (attnames) as record_row gives their values: where it belongs, then the record.
 SCENARIO_COLUMNS = ("sweep_id", "config", *RECORD_FIELDS, *JSON_FIELDS)
@@ -44,8 +44,14 @@ LIST_FIELDS = ("id", "sweep_id", "config", *RECORD_FIELDS)
 # scenario followed by its thrice ones), as the identity's index has them.
 SCENARIO_ORDER = ("config", "first_point", "second_point", "third_point")
 WAITING = "waiting"
-_STORED_SECOND = {"second_point": 0, "second_kind": "", "second_label": "",
-                  "third_point": 0, "third_kind": "", "third_label": ""}
+_STORED_SECOND = {
+    "second_point": 0,
+    "second_kind": "",
+    "second_label": "",
+    "third_point": 0,
+    "third_kind": "",
+    "third_label": "",
+}
 _CHARS = {"job": JOB_NAME_CHARS, "first_label": LABEL_CHARS, "second_label": LABEL_CHARS, "third_label": LABEL_CHARS}
 
 
@@ -56,8 +62,9 @@ def outcome(r: ScenarioRecord) -> dict[str, int]:
     return {f: getattr(r, f) for f in OUTCOME_FIELDS}
 
 
-def record_row(sweep_id: int, config: int, r: ScenarioRecord, json_values: tuple[Any, Any] = (None, None),
-               ) -> tuple[Any, ...]:
+def record_row(
+    sweep_id: int, config: int, r: ScenarioRecord, json_values: tuple[Any, Any] = (None, None)
+) -> tuple[Any, ...]:
     """An agentcore record as a row's values in SCENARIO_COLUMNS order. `json_values` are the
     timeline and effects as the database takes them (prepared by the caller), or Nones."""
     stored = outcome(r)
@@ -66,7 +73,7 @@ def record_row(sweep_id: int, config: int, r: ScenarioRecord, json_values: tuple
         v = stored[f] if f in stored else getattr(r, f)
         if v is None and f in _STORED_SECOND:
             v = _STORED_SECOND[f]
-        values.append(v[:_CHARS[f]] if f in _CHARS else v)
+        values.append(v[: _CHARS[f]] if f in _CHARS else v)
     return (sweep_id, config, *values, *json_values)
 
 

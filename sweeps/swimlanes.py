@@ -105,8 +105,9 @@ def _annotate(n: int, kind: str, text: str, cls: str, crashes: int) -> tuple[str
     return f"#{n} {kind}: {text}", None
 
 
-def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mapping[str, Any]] = (),
-                   width: int = TL_WIDTH) -> dict[str, Any]:
+def timeline_lanes(
+    events: Sequence[Mapping[str, Any]], effects: Sequence[Mapping[str, Any]] = (), width: int = TL_WIDTH
+) -> dict[str, Any]:
     """A scenario's timeline as swimlanes (after Jepsen's timelines and Temporal's event history).
 
     x is the order of events; the lanes are the loop's processes (a crash ends one, the next starts at
@@ -148,15 +149,37 @@ def timeline_lanes(events: Sequence[Mapping[str, Any]], effects: Sequence[Mappin
         if label is not None:
             labels.append({"x": x, "y": y - TL_R - label[1], "text": label[0], "cls": label[2]})
         r = TL_R + 2 if cls in ("crash", "dup", "question") else TL_R
-        marks.append({"n": n, "x": x, "y": y, "cls": cls, "path": _shape(shape, x, y, r), "title": title,
-                      "link": None if lane == "process" else {"y1": lane_y[pname], "y2": y}})
-    bars = [{"x1": first[p] - step / 2, "x2": last[p] + step / 2, "y": lane_y[f"process {p + 1}"],
-             "end": end.get(p, "done")} for p in range(processes)]
+        marks.append(
+            {
+                "n": n,
+                "x": x,
+                "y": y,
+                "cls": cls,
+                "path": _shape(shape, x, y, r),
+                "title": title,
+                "link": None if lane == "process" else {"y1": lane_y[pname], "y2": y},
+            }
+        )
+    bars = [
+        {
+            "x1": first[p] - step / 2,
+            "x2": last[p] + step / 2,
+            "y": lane_y[f"process {p + 1}"],
+            "end": end.get(p, "done"),
+        }
+        for p in range(processes)
+    ]
     every = 5 if len(events) <= 60 else 10
     ticks = [{"x": x_of(n), "text": str(n)} for n in range(1, len(events) + 1) if n == 1 or n % every == 0]
     return {
-        "width": TL_LEFT + step * len(events) + 20, "height": TL_TOP + TL_LANE * len(names) + TL_BOTTOM,
+        "width": TL_LEFT + step * len(events) + 20,
+        "height": TL_TOP + TL_LANE * len(names) + TL_BOTTOM,
         "lanes": [{"name": name, "y": lane_y[name], "process": name.startswith("process")} for name in names],
-        "bars": bars, "marks": marks, "labels": labels, "ticks": ticks, "axis_y": TL_TOP + TL_LANE * len(names) + 16,
-        "crashes": crashes, "duplicates": sorted(dup_events),
+        "bars": bars,
+        "marks": marks,
+        "labels": labels,
+        "ticks": ticks,
+        "axis_y": TL_TOP + TL_LANE * len(names) + 16,
+        "crashes": crashes,
+        "duplicates": sorted(dup_events),
     }

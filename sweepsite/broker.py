@@ -52,7 +52,6 @@ class Channel(filesystem.Channel):
         except OSError as exc:
             raise ChannelError(f"Cannot add file {name!r} to directory") from exc
 
-
     def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
         entry = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
         with self._table(exchange) as queues:

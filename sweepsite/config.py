@@ -87,4 +87,3 @@ def one_line_errors(program: str, status: int = 2) -> Iterator[None]:
         message = " ".join(str(e).split())
         sys.stderr.write(f"{program}: {message}\n")
         sys.exit(status)
-

@@ -55,5 +55,5 @@ def policy(plotly_js: Path) -> dict[str, Any]:
             "base-uri": [self_],
             "form-action": [self_],
             "frame-ancestors": ["'none'"],
-        },
+        }
     }

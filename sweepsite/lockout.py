@@ -58,20 +58,31 @@ class AddressBoundHandler(AxesDatabaseHandler):
 def lockout_message(*, address: bool = False) -> str:
     cooloff = settings.AXES_COOLOFF_TIME
     minutes = math.ceil(cooloff.total_seconds() / 60) if cooloff else 0  # a fraction of a minute: 1, not 0
-    wait = (f"try again in {minutes} minute{'s' if minutes != 1 else ''}, or ask staff to unlock it"
-            if cooloff else "ask staff to unlock it")
+    wait = (
+        f"try again in {minutes} minute{'s' if minutes != 1 else ''}, or ask staff to unlock it"
+        if cooloff
+        else "ask staff to unlock it"
+    )
     if address:
-        return (f"Too many failed logins from your address: after {settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES} wrong "
-                "passwords from it, whatever the usernames, logging in from here is locked for every username "
-                f"(the right password is refused too). {wait.capitalize()}.")
-    return (f"Too many failed logins: after {settings.AXES_FAILURE_LIMIT} wrong passwords for this username from "
-            f"your address, logging in with it from here is locked (the right password is refused too). "
-            f"{wait.capitalize()}.")
+        return (
+            f"Too many failed logins from your address: after {settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES} wrong "
+            "passwords from it, whatever the usernames, logging in from here is locked for every username "
+            f"(the right password is refused too). {wait.capitalize()}."
+        )
+    return (
+        f"Too many failed logins: after {settings.AXES_FAILURE_LIMIT} wrong passwords for this username from "
+        f"your address, logging in with it from here is locked (the right password is refused too). "
+        f"{wait.capitalize()}."
+    )
 
 
 def lockout_response(request: HttpRequest, original_response: Any = None, credentials: Any = None) -> HttpResponse:
     username = (credentials or {}).get("username") or request.POST.get("username", "")
     form = AuthenticationForm(request, initial={"username": username})
     message = lockout_message(address=address_locked(request))
-    return render(request, "registration/login.html",
-                  {"form": form, "locked_out": message, "next": request.POST.get("next", "")}, status=429)
+    return render(
+        request,
+        "registration/login.html",
+        {"form": form, "locked_out": message, "next": request.POST.get("next", "")},
+        status=429,
+    )

@@ -44,8 +44,9 @@ UNREACHABLE = (OperationalError, InterfaceError)
 
 def unavailable(request: HttpRequest, exception: Exception) -> HttpResponse:
     """The 503 page for a database that cannot be reached (the details go to the log)."""
-    log.error("%s %s: the database is unreachable (%s: %s)", request.method, request.path,
-              type(exception).__name__, exception)
+    log.error(
+        "%s %s: the database is unreachable (%s: %s)", request.method, request.path, type(exception).__name__, exception
+    )
     response = HttpResponse(PAGE, status=503)
     response["Retry-After"] = "30"
     return response

@@ -100,9 +100,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-            ],
+            ]
         },
-    },
+    }
 ]
 
 DATABASES = {
@@ -124,9 +124,7 @@ elif TESTING:
     DATABASES["default"]["TEST"] = {"NAME": f"test_{DATABASES['default']['NAME']}_{os.getpid()}"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-]
+AUTH_PASSWORD_VALIDATORS = [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}]
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -184,8 +182,10 @@ if CELERY_BROKER_URL.startswith("filesystem"):
 else:
     # One Redis list per priority (kombu's default merges them into 4), so that each priority's
     # queue is first in, first out on its own: workqueue/messages.py tells lost messages by it.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300")),
-                                       "priority_steps": list(range(limits.PRIORITIES))}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "300")),
+        "priority_steps": list(range(limits.PRIORITIES)),
+    }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -210,8 +210,9 @@ CELERY_TASK_ALWAYS_EAGER = False
 SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.
-CELERY_TASK_DEFAULT_QUEUE = os.environ.get("SWEEPSITE_QUEUE",
-                                           f"sweepsite-test-{os.getpid()}" if TESTING else "sweepsite")
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get(
+    "SWEEPSITE_QUEUE", f"sweepsite-test-{os.getpid()}" if TESTING else "sweepsite"
+)
 
 LOGGING = {
     "version": 1,
@@ -235,8 +236,9 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # And failed logins per address across usernames (sweepsite.lockout.AddressBoundHandler): past it the
 # address is locked out for every username. axes compares every lockout parameter against its one
 # AXES_FAILURE_LIMIT, and a success would clear the address's whole count, so a handler adds this bound.
-SWEEPSITE_ADDRESS_LOGIN_FAILURES = int(os.environ.get("SWEEPSITE_ADDRESS_LOGIN_FAILURES",
-                                                      str(limits.ADDRESS_LOGIN_FAILURES)))
+SWEEPSITE_ADDRESS_LOGIN_FAILURES = int(
+    os.environ.get("SWEEPSITE_ADDRESS_LOGIN_FAILURES", str(limits.ADDRESS_LOGIN_FAILURES))
+)
 AXES_HANDLER = "sweepsite.lockout.AddressBoundHandler"
 _LOCKOUT_MINUTES = float(os.environ.get("SWEEPSITE_LOCKOUT_MINUTES", str(limits.LOCKOUT_MINUTES)))
 AXES_COOLOFF_TIME = timedelta(minutes=_LOCKOUT_MINUTES) if _LOCKOUT_MINUTES > 0 else None

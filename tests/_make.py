@@ -48,9 +48,16 @@ def _as_in_a_terminal() -> None:
 def start(target: str, port: int, env: Mapping[str, str], log: Path, *args: str) -> subprocess.Popen:
     """`make TARGET HOST=127.0.0.1 PORT=port ARGS...` in the project folder, output to `log`."""
     with log.open("w") as out:
-        return subprocess.Popen(["make", "--no-print-directory", target, "HOST=127.0.0.1", f"PORT={port}", *args],
-                                cwd=settings.BASE_DIR, env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_as_in_a_terminal)
+        return subprocess.Popen(
+            ["make", "--no-print-directory", target, "HOST=127.0.0.1", f"PORT={port}", *args],
+            cwd=settings.BASE_DIR,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_as_in_a_terminal,
+        )
 
 
 def answers(url: str, headers: Mapping[str, str] | None = None) -> bool:
@@ -63,8 +70,9 @@ def answers(url: str, headers: Mapping[str, str] | None = None) -> bool:
         return False
 
 
-def wait_until_served(proc: subprocess.Popen, url: str, log: Path, timeout: float = 120,
-                      headers: Mapping[str, str] | None = None) -> None:
+def wait_until_served(
+    proc: subprocess.Popen, url: str, log: Path, timeout: float = 120, headers: Mapping[str, str] | None = None
+) -> None:
     """Until `url` answers 200; AssertionError with the log's tail if the process ends or time runs out."""
     deadline = time.monotonic() + timeout
     while not answers(url, headers):

@@ -116,9 +116,16 @@ def celery_workers(django_db_setup: None, django_db_blocker: Any) -> Iterator[li
     # purpose (the resume button's tests); tests/sweeps/test_faults.py starts workers with one.
     env["SWEEPSITE_STALL_SECONDS"] = "0"
     logs = [Path(settings.VAR_DIR) / f"worker-{i}.log" for i in range(WORKERS)]
-    procs = [subprocess.Popen(sweepworkers.worker_argv(f"pytest{i}-{os.getpid()}", "INFO"), env=env,
-                              stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=settings.BASE_DIR) for i, log in
-             enumerate(logs)]
+    procs = [
+        subprocess.Popen(
+            sweepworkers.worker_argv(f"pytest{i}-{os.getpid()}", "INFO"),
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            cwd=settings.BASE_DIR,
+        )
+        for i, log in enumerate(logs)
+    ]
     try:
         deadline = time.monotonic() + 60
         for proc, log in zip(procs, logs, strict=True):

@@ -32,8 +32,12 @@ from pydantic import ConfigDict, create_model
 from agentcore.jobs import Job
 from agentcore.port import Handle, instrument
 
-VERSIONS = {"langgraph": "1.2.24", "langgraph-checkpoint": "4.3.2", "langgraph-checkpoint-sqlite": "3.1.2",
-            "langchain-core": "1.8.3"}  # pinned in requirements-langgraph.txt; shown beside each row
+VERSIONS = {
+    "langgraph": "1.2.24",
+    "langgraph-checkpoint": "4.3.2",
+    "langgraph-checkpoint-sqlite": "3.1.2",
+    "langchain-core": "1.8.3",
+}  # pinned in requirements-langgraph.txt; shown beside each row
 TASK = "Triage the new reports."
 
 
@@ -49,16 +53,18 @@ class PortChatModel(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PortChatModel:
         return self  # the script knows the job's tools
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         turn = sum(isinstance(m, AIMessage) for m in messages)
         results = {m.tool_call_id: _parsed(m.content) for m in messages if isinstance(m, ToolMessage)}
         reply = self.handle.model.ask(turn, results)
         if isinstance(reply, str):
             message = AIMessage(content=reply)
         else:
-            message = AIMessage(content="", tool_calls=[{"id": c["id"], "name": c["tool"], "args": c["args"]}
-                                                        for c in reply])
+            message = AIMessage(
+                content="", tool_calls=[{"id": c["id"], "name": c["tool"], "args": c["args"]} for c in reply]
+            )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 
@@ -80,8 +86,12 @@ def port_tools(handle: Handle, job: Job, *, keyed: bool) -> list[BaseTool]:
 
 def _tool(handle: Handle, name: str, args: list[str], keyed: bool) -> BaseTool:
     fields: dict[str, Any] = {a: (Any, None) for a in args}
-    schema = create_model(f"{name}_args", __config__=ConfigDict(arbitrary_types_allowed=True),
-                          tool_call_id=(Annotated[str, InjectedToolCallId], ...), **fields)
+    schema = create_model(
+        f"{name}_args",
+        __config__=ConfigDict(arbitrary_types_allowed=True),
+        tool_call_id=(Annotated[str, InjectedToolCallId], ...),
+        **fields,
+    )
 
     def run(tool_call_id: str, **kwargs: Any) -> str:
         given = {k: v for k, v in kwargs.items() if v is not None}
@@ -95,8 +105,7 @@ def _put_detail(config: Any, checkpoint: Any, metadata: Any, *rest: Any, **kw: A
     return f"step={(metadata or {}).get('step')}"
 
 
-def _writes_detail(config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "",
-                   **kw: Any) -> str:
+def _writes_detail(config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "", **kw: Any) -> str:
     node = str(task_path).split(",")[-1].strip(" ()'~") if task_path else ""
     return " ".join([node or "task", *sorted({str(channel) for channel, _ in writes})])
 

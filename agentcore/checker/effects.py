@@ -39,8 +39,12 @@ Origin = tuple[int, str]
 Path = tuple[str | int, ...]
 Effect = dict[str, Any]
 # What a field of an op's answer names on the tracker: an issue or a comment, by its number.
-_NAMES = {("create_issue", "number"): "issue", ("comment", "issue"): "issue", ("label", "issue"): "issue",
-          ("comment", "comment"): "comment"}
+_NAMES = {
+    ("create_issue", "number"): "issue",
+    ("comment", "issue"): "issue",
+    ("label", "issue"): "issue",
+    ("comment", "comment"): "comment",
+}
 # The field of an op's answer that numbers what the op made.
 _MADE = {"create_issue": ("issue", "number"), "comment": ("comment", "comment")}
 
@@ -98,8 +102,11 @@ def references(job: Job) -> dict[str, tuple[tuple[Path, str], ...]]:
     out = {}
     for t in job.turns:
         for c in t:
-            found = [(path, kind) for path, ref, field in _refs(c.args, ())
-                     if (kind := _NAMES.get((ops.get(ref, ""), field))) is not None]
+            found = [
+                (path, kind)
+                for path, ref, field in _refs(c.args, ())
+                if (kind := _NAMES.get((ops.get(ref, ""), field))) is not None
+            ]
             if found:
                 out[c.id] = tuple(found)
     return out
@@ -138,7 +145,7 @@ def _named(value: Any, path: Path, kind: str, names: dict[tuple[str, Any], Origi
     if isinstance(value, dict) and head in value:
         return {**value, head: _named(value[head], rest, kind, names)}
     if isinstance(value, list) and isinstance(head, int) and head < len(value):
-        return [*value[:head], _named(value[head], rest, kind, names), *value[head + 1:]]
+        return [*value[:head], _named(value[head], rest, kind, names), *value[head + 1 :]]
     return value
 
 

@@ -57,7 +57,6 @@ def promise(r: ScenarioRecord) -> int:
     return r.model_calls + r.asks + r.approvals + r.duplicates + (4 if r.second_point is not None else 2)
 
 
-
 @dataclass(slots=True)
 class Cell:
     """One (design, tracker mode) under one world model, over every variant."""

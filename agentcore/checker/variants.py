@@ -73,6 +73,9 @@ def _idempotent(job: Job) -> Job | str:
     if not creates:
         return "the job creates no issue for an idempotent label to go on"
     tool = Tool(_fresh("label", set(job.tools)), "label", idempotent=True)
-    call = Call(_fresh("label_1", _call_ids(job)), tool.name,
-                {"issue": {"$result": creates[0].id, "field": "number"}, "label": "audited"})
+    call = Call(
+        _fresh("label_1", _call_ids(job)),
+        tool.name,
+        {"issue": {"$result": creates[0].id, "field": "number"}, "label": "audited"},
+    )
     return replace(job, tools={**job.tools, tool.name: tool}, turns=(*job.turns, (call,)))

@@ -40,7 +40,6 @@ class Witness:
     needed: int = 0  # the events that show the loss: through the last job run with a crash or a loss
 
 
-
 def loss_runs(cfg: Config, p: PlayedLike) -> set[int]:
     """The job runs (0-based) where a played scenario doubled or lost an effect; every run when
     something else went wrong (a wrong effect, a denied call run, a stop), which the effects do
@@ -49,8 +48,7 @@ def loss_runs(cfg: Config, p: PlayedLike) -> set[int]:
         return set(range(cfg.runs))
     seen: Counter[tuple[int, str]] = Counter((e["origin"][0], e["origin"][1]) for e in p.effects or [])
     expected = set(cfg.expected)
-    return ({o[0] for o, n in seen.items() if n > 1 or o not in expected}
-            | {o[0] for o in expected if not seen[o]})
+    return {o[0] for o, n in seen.items() if n > 1 or o not in expected} | {o[0] for o in expected if not seen[o]}
 
 
 def needed(timeline: list[dict[str, Any]], loss_runs: set[int]) -> int:
@@ -71,15 +69,21 @@ def needed(timeline: list[dict[str, Any]], loss_runs: set[int]) -> int:
 _RUN_ID = re.compile(r"\brun run-(\d+)\b")
 
 
-def link(site: str, cfg: Config, variant: str, w: World, first: int, second: int | None,
-         audit_id: int | None = None) -> str:
+def link(
+    site: str, cfg: Config, variant: str, w: World, first: int, second: int | None, audit_id: int | None = None
+) -> str:
     """The dashboard's page of one scenario: the job (a built-in one by name, or the dashboard's
     audit `audit_id` whose stored job it is), its variant, the design, tracker mode, job runs, crash
     points and the world's conditions (fsync as on/off, as the CLI spells it)."""
-    job: dict[str, Any] = ({"job": cfg.job.name.removesuffix(f"+{variant}")} if audit_id is None
-                           else {"audit": audit_id})
-    params: dict[str, Any] = {**job, "variant": variant, "design": cfg.design.name, "tracker": cfg.tracker,
-                              "runs": cfg.runs, "first": first}
+    job: dict[str, Any] = {"job": cfg.job.name.removesuffix(f"+{variant}")} if audit_id is None else {"audit": audit_id}
+    params: dict[str, Any] = {
+        **job,
+        "variant": variant,
+        "design": cfg.design.name,
+        "tracker": cfg.tracker,
+        "runs": cfg.runs,
+        "first": first,
+    }
     if second is not None:
         params["second"] = second
     for c, v in w.conditions.items():

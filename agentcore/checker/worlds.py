@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentcore.config import CONDITIONS
+from agentcore.errors import ConfigError
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, MAX_ATTEMPTS
 
 RUNS = 2  # job runs in sequence: a daily job's second run must not collide with its first
 TTL = DEFAULT_SWEEP_DEPTH + 1
-KILL_NOTE = ("kill is left out: tests/agentcore/harness/test_crash_models.py proves its records equal panic's, "
-             "at about 20 times the cost")
-
+KILL_NOTE = (
+    "kill is left out: tests/agentcore/harness/test_crash_models.py proves its records equal panic's, "
+    "at about 20 times the cost"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,15 @@ WORLDS: tuple[World, ...] = (
     World("model-fickle", {"model": "fickle", "seed": 0}),
 )
 assert all(set(w.conditions) <= set(CONDITIONS) for w in WORLDS), "worlds change Config's conditions only"
-EXCUSES = {"tool": "the tool did not recover within the loop's attempts: the loop gave up and said so",
-           "person": "the person was wrong where no key or lookup could check the answer",
-           "fsync": "the store did not sync: a power cut took its checkpoint (the chapter's advice is to sync)"}
+EXCUSES = {
+    "tool": "the tool did not recover within the loop's attempts: the loop gave up and said so",
+    "person": "the person was wrong where no key or lookup could check the answer",
+    "fsync": "the store did not sync: a power cut took its checkpoint (the chapter's advice is to sync)",
+}
 
 
 def world(name: str) -> World:
     for w in WORLDS:
         if w.name == name:
             return w
-    raise ValueError(f"unknown world model {name!r} (choose from {', '.join(w.name for w in WORLDS)})")
+    raise ConfigError(f"unknown world model {name!r} (choose from {', '.join(w.name for w in WORLDS)})")

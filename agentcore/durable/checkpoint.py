@@ -136,8 +136,14 @@ class Store(Protocol):
 class FileCheckpoint:
     __slots__ = ("path", "tmp", "files", "hook", "saves", "fsync", "bugs")
 
-    def __init__(self, path: str, fsync: bool = True, hook: Hook = no_crash, files: Files | None = None,
-                 bugs: Design | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        fsync: bool = True,
+        hook: Hook = no_crash,
+        files: Files | None = None,
+        bugs: Design | None = None,
+    ) -> None:
         """`files` puts the checkpoint elsewhere than real files; `bugs`: a design whose planted
         store bugs (designs.STORE_BUGS) this store has."""
         self.path = path
@@ -198,8 +204,10 @@ def parse(raw: bytes, name: str) -> dict[str, Any]:
         state = json.loads(raw)
     except (ValueError, RecursionError) as e:  # bad JSON or UTF-8, a 5,000-digit number, nesting too deep
         raise CheckpointError(f"{name}: corrupt or truncated checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(state, dict) or not isinstance(state.get("run_id"), str) or not isinstance(
-        state.get("turns"), list
+    if (
+        not isinstance(state, dict)
+        or not isinstance(state.get("run_id"), str)
+        or not isinstance(state.get("turns"), list)
     ):
         raise CheckpointError(f"{name}: not a checkpoint (needs an object with run_id and turns)")
     return state

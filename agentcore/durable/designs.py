@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from agentcore.errors import ConfigError
+
 
 @dataclass(frozen=True, slots=True)
 class Design:
@@ -73,35 +75,54 @@ class Design:
     skip_dir_fsync: bool = False  # never syncs the folder after the rename
 
 
-_LOOP = Design("loop", "real loop", save_reply=True, keys=True, markers=True, save_results=True,
-               turn_save=False, real_loop=True)
+_LOOP = Design(
+    "loop", "real loop", save_reply=True, keys=True, markers=True, save_results=True, turn_save=False, real_loop=True
+)
 
-DESIGNS: dict[str, Design] = {d.name: d for d in (
-    Design("once-per-turn", "save once per turn", False, False, False, False, True),
-    Design("after-reply", "save after the reply", True, False, False, True, True),
-    Design("keys", "+ idempotency keys", True, True, False, True, True),
-    Design("markers", "+ attempt markers, no keys", True, False, True, True, True),
-    Design("keys-and-markers", "keys and markers", True, True, True, True, True),
-    _LOOP,
-    replace(_LOOP, name="tool-fails", title="tool fails after accept", flaky=True),
-    replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
-    Design("once-per-turn-keys", "save once per turn, with keys", False, True, False, False, True),
-)}
+DESIGNS: dict[str, Design] = {
+    d.name: d
+    for d in (
+        Design("once-per-turn", "save once per turn", False, False, False, False, True),
+        Design("after-reply", "save after the reply", True, False, False, True, True),
+        Design("keys", "+ idempotency keys", True, True, False, True, True),
+        Design("markers", "+ attempt markers, no keys", True, False, True, True, True),
+        Design("keys-and-markers", "keys and markers", True, True, True, True, True),
+        _LOOP,
+        replace(_LOOP, name="tool-fails", title="tool fails after accept", flaky=True),
+        replace(_LOOP, name="approval-gate", title="approval gate", approval=True),
+        Design("once-per-turn-keys", "save once per turn, with keys", False, True, False, False, True),
+    )
+}
 
-BUGS = ("tools_before_reply_save", "marker_after_call", "skip_failed", "retry_once", "reuse_run_id",
-        "proposed_run_id", "happened_without_result", "retry_edits_args", "skip_given_up", "denied_still_runs",
-        "approval_id_reused", "reask_open_turn", "skip_third_restart", "write_in_place", "remove_then_rename",
-        "skip_file_fsync", "skip_dir_fsync")
+BUGS = (
+    "tools_before_reply_save",
+    "marker_after_call",
+    "skip_failed",
+    "retry_once",
+    "reuse_run_id",
+    "proposed_run_id",
+    "happened_without_result",
+    "retry_edits_args",
+    "skip_given_up",
+    "denied_still_runs",
+    "approval_id_reused",
+    "reask_open_turn",
+    "skip_third_restart",
+    "write_in_place",
+    "remove_then_rename",
+    "skip_file_fsync",
+    "skip_dir_fsync",
+)
 STORE_BUGS = ("write_in_place", "remove_then_rename", "skip_file_fsync", "skip_dir_fsync")
 
 
 def get(name: str, bugs: tuple[str, ...] = ()) -> Design:
     """A design by name, optionally with planted bugs (for tests of the sweep itself)."""
     if name not in DESIGNS:
-        raise ValueError(f"unknown design {name!r} (choose from {', '.join(DESIGNS)})")
+        raise ConfigError(f"unknown design {name!r} (choose from {', '.join(DESIGNS)})")
     for bug in bugs:
         if bug not in BUGS:
-            raise ValueError(f"unknown bug {bug!r} (choose from {', '.join(BUGS)})")
+            raise ConfigError(f"unknown bug {bug!r} (choose from {', '.join(BUGS)})")
     d = DESIGNS[name]
     return replace(d, name=d.name + "".join(f"+{b}" for b in bugs), **{b: True for b in bugs}) if bugs else d
 

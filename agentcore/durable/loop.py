@@ -58,9 +58,20 @@ class ToolGaveUp(Exception):
 class Loop:
     """One run of one process: built fresh after every crash from the checkpoint and the world."""
 
-    def __init__(self, design: Design, job: Job, store: Store, server: ToolServer, model: ScriptedModel,
-                 person: Person, hook: Hook, run_id: str, seq: int = 0,
-                 log: list[tuple[str, str]] | None = None, process: int = 1) -> None:
+    def __init__(
+        self,
+        design: Design,
+        job: Job,
+        store: Store,
+        server: ToolServer,
+        model: ScriptedModel,
+        person: Person,
+        hook: Hook,
+        run_id: str,
+        seq: int = 0,
+        log: list[tuple[str, str]] | None = None,
+        process: int = 1,
+    ) -> None:
         self.design = design
         self.job = job
         self.store = store
@@ -89,8 +100,12 @@ class Loop:
                     self._count_restarts(turn, unsettled)
                 for call in unsettled:
                     if self.design.skip_third_restart and turn["restarts"][call["id"]] >= 3:
-                        self._record(turn, call["id"], {"error": "poison call: skipped after 3 restarts"},
-                                     f"{call['tool']} {call['id']}")
+                        self._record(
+                            turn,
+                            call["id"],
+                            {"error": "poison call: skipped after 3 restarts"},
+                            f"{call['tool']} {call['id']}",
+                        )
                         continue
                     self._settle(turn, call, self.job.tools[call["tool"]])
             self._save("settled")
@@ -133,8 +148,11 @@ class Loop:
         results = {cid: r for t in self.state["turns"][:n] for cid, r in t["results"].items()}
         reply = self.model.reply(self.seq, n, results)
         if self.log is not None:
-            self._log("model", f"turn {n + 1}: " + (reply if isinstance(reply, str) else
-                                                    ", ".join(f"{c['tool']} {c['id']}" for c in reply)))
+            self._log(
+                "model",
+                f"turn {n + 1}: "
+                + (reply if isinstance(reply, str) else ", ".join(f"{c['tool']} {c['id']}" for c in reply)),
+            )
         return reply
 
     def _reask(self, turn: dict[str, Any]) -> None:
@@ -226,8 +244,12 @@ class Loop:
         cid = call["id"]
         detail = f"{tool.name} {cid}"
         k = self._key(tool, cid)
-        facts = (tool.read_only, tool.idempotent, k is not None and self.honours_keys,
-                 k is not None and tool.lookup and self.can_lookup)
+        facts = (
+            tool.read_only,
+            tool.idempotent,
+            k is not None and self.honours_keys,
+            k is not None and tool.lookup and self.can_lookup,
+        )
         rung = ladder.choose(*facts)
         self._log("ladder", f"{detail}: unknown outcome -> {rung}")
         for _ in range(MAX_ATTEMPTS - failures):
@@ -238,10 +260,13 @@ class Loop:
                         answer = self.server.tracker.lookup(k)
                         self.hook(Kind.LOOKUP_ANSWERED, detail)
                     else:
-                        answer = self.person.did_it_happen((self.seq, cid), _call(call), k, ladder.why(*facts),
-                                                           ladder.avoidable(tool.sends_key))
-                    self._log("ladder", f"{detail}: {rung} says " + ("it happened" if answer is not None
-                                                                    else "it did not happen"))
+                        answer = self.person.did_it_happen(
+                            (self.seq, cid), _call(call), k, ladder.why(*facts), ladder.avoidable(tool.sends_key)
+                        )
+                    self._log(
+                        "ladder",
+                        f"{detail}: {rung} says " + ("it happened" if answer is not None else "it did not happen"),
+                    )
                     if answer is not None:
                         if self.design.happened_without_result:  # planted bug: the answer is dropped
                             answer = {"confirmed": True}

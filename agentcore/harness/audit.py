@@ -26,6 +26,7 @@ from agentcore.checker.witness import Witness, link, loss_runs, needed
 from agentcore.checker.worlds import RUNS, WORLDS, World
 from agentcore.config import Config
 from agentcore.durable.designs import Design
+from agentcore.errors import BadInput
 from agentcore.harness.chunks import replay
 from agentcore.harness.scenario import Played
 from agentcore.harness.sweep import plan_chunks, run_chunks
@@ -36,15 +37,25 @@ from agentcore.records import ScenarioRecord
 AUDIT_DEPTHS = (1, 2)  # a witness (replay, link, /witness/) names a first and a second crash point
 
 
-def audit(job: Job, designs: Sequence[Design], trackers: Sequence[str], worlds: Sequence[World] = WORLDS,
-          depth: int = DEFAULT_SWEEP_DEPTH, workers: int = 1, every: bool = False, site: str = "",
-          progress: Callable[[str], Callable[[int, int], None]] | None = None) -> AuditResult:
+def audit(
+    job: Job,
+    designs: Sequence[Design],
+    trackers: Sequence[str],
+    worlds: Sequence[World] = WORLDS,
+    depth: int = DEFAULT_SWEEP_DEPTH,
+    workers: int = 1,
+    every: bool = False,
+    site: str = "",
+    progress: Callable[[str], Callable[[int, int], None]] | None = None,
+) -> AuditResult:
     """Audit each design with each tracker mode on `job` and its variants under `worlds` (the
     module's rules). `every`: sweep every cell, also past a (design, tracker mode)'s first break.
     `progress(world)` gives a callback (chunks done, chunks) for that world's sweep."""
     if depth not in AUDIT_DEPTHS:
-        raise ValueError(f"the audit's depth is {' or '.join(map(str, AUDIT_DEPTHS))}, not {depth}: its witnesses "
-                         "replay and link two crash points at most")
+        raise BadInput(
+            f"the audit's depth is {' or '.join(map(str, AUDIT_DEPTHS))}, not {depth}: its witnesses "
+            "replay and link two crash points at most"
+        )
     made, skipped = variants(job)
     result = AuditResult(job, depth, list(worlds), made, skipped, [Subject(d, t) for d in designs for t in trackers])
     for w in worlds:
@@ -72,8 +83,9 @@ def unit_configs(made: Sequence[Variant], design: Design, tracker: str, w: World
     return [Config(v.job, design, tracker, runs=RUNS, **w.conditions) for v in made]
 
 
-def sweep_unit(made: Sequence[Variant], design: Design, tracker: str, w: World, depth: int = DEFAULT_SWEEP_DEPTH,
-               workers: int = 1) -> Cell:
+def sweep_unit(
+    made: Sequence[Variant], design: Design, tracker: str, w: World, depth: int = DEFAULT_SWEEP_DEPTH, workers: int = 1
+) -> Cell:
     """One cell of the audit: a (design, tracker mode) under one world over every variant, counted
     by `tally` (candidates' configs index `made`). The dashboard's unit of work; a flaky-only world
     of a design without a flaky tool server is skipped, as `audit` skips it."""
@@ -87,8 +99,14 @@ def sweep_unit(made: Sequence[Variant], design: Design, tracker: str, w: World, 
     return cell
 
 
-def _sweep(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]], depth: int, workers: int,
-           progress: Callable[[int, int], None] | None) -> int:
+def _sweep(
+    w: World,
+    configs: list[Config],
+    owners: list[tuple[Subject, Variant]],
+    depth: int,
+    workers: int,
+    progress: Callable[[int, int], None] | None,
+) -> int:
     """Sweep `configs` under `w`, counting each owner's cell; returns the scenarios played."""
     if not configs:
         return 0
@@ -105,14 +123,18 @@ def _sweep(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]
     return played
 
 
-def _witness(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]], s: Subject,
-             site: str) -> Witness:
+def _witness(w: World, configs: list[Config], owners: list[tuple[Subject, Variant]], s: Subject, site: str) -> Witness:
     return shortest(w, configs, [v.name for _, v in owners], s.cells[w.name].candidates, site)
 
 
-def shortest(w: World, configs: Sequence[Config], variant_names: Sequence[str],
-             candidates: Sequence[tuple[int, int, int, ScenarioRecord]], site: str,
-             audit_id: int | None = None) -> Witness:
+def shortest(
+    w: World,
+    configs: Sequence[Config],
+    variant_names: Sequence[str],
+    candidates: Sequence[tuple[int, int, int, ScenarioRecord]],
+    site: str,
+    audit_id: int | None = None,
+) -> Witness:
     """The witness: the shortest timeline among `candidates` (Cell.candidates' tuples; their config
     indexes `configs` and `variant_names`), of those as short, the first swept; each is replayed.
     Its link names the dashboard's audit `audit_id` in place of the job, if given."""
@@ -125,5 +147,11 @@ def shortest(w: World, configs: Sequence[Config], variant_names: Sequence[str],
     assert best is not None
     _, i, r, p = best
     cfg, variant, timeline = configs[i], variant_names[i], p.timeline or []
-    return Witness(w.name, variant, r, timeline, link(site, cfg, variant, w, r.first_point, r.second_point, audit_id),
-                   needed(timeline, loss_runs(cfg, p)))
+    return Witness(
+        w.name,
+        variant,
+        r,
+        timeline,
+        link(site, cfg, variant, w, r.first_point, r.second_point, audit_id),
+        needed(timeline, loss_runs(cfg, p)),
+    )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentcore.config import Config
+from agentcore.errors import BadInput
 from agentcore.harness import merge as merging
 from agentcore.harness.disk import WorkBudget
 from agentcore.harness.scenario import Options, Played, play
@@ -46,17 +47,41 @@ def _record(cfg: Config, p: Played, first: Point, second: Point | None, third: P
     return _new_record(cfg, merging.outcome(p, (0, 0, 0, 0)), (0, 0, 0, 0), first, second, third, p.timeline, p.effects)
 
 
-def _new_record(cfg: Config, o: merging.Outcome, base: merging.Counters, first: Point, second: Point | None,
-                third: Point | None, timeline: list[dict[str, Any]] | None = None,
-                effects: list[dict[str, Any]] | None = None) -> ScenarioRecord:
+def _new_record(
+    cfg: Config,
+    o: merging.Outcome,
+    base: merging.Counters,
+    first: Point,
+    second: Point | None,
+    third: Point | None,
+    timeline: list[dict[str, Any]] | None = None,
+    effects: list[dict[str, Any]] | None = None,
+) -> ScenarioRecord:
     asks, avoidable, approvals, model_calls = merging.plus(base, o.added)
     # In ScenarioRecord's field order: positional arguments build a record five times as fast as
     # keywords, and a sweep builds one per scenario.
     return ScenarioRecord(
-        cfg.job.name, cfg.design.name, cfg.tracker, cfg.runs, *first, *(second or _NO_POINT),
-        o.duplicates, o.missing, o.wrong, o.gave_up, o.denied_ran, asks, avoidable, approvals,
-        model_calls, model_calls - job_calls(cfg), o.status, timeline, effects,
-        *(third or _NO_POINT))
+        cfg.job.name,
+        cfg.design.name,
+        cfg.tracker,
+        cfg.runs,
+        *first,
+        *(second or _NO_POINT),
+        o.duplicates,
+        o.missing,
+        o.wrong,
+        o.gave_up,
+        o.denied_ran,
+        asks,
+        avoidable,
+        approvals,
+        model_calls,
+        model_calls - job_calls(cfg),
+        o.status,
+        timeline,
+        effects,
+        *(third or _NO_POINT),
+    )
 
 
 def job_calls(cfg: Config) -> int:
@@ -70,7 +95,7 @@ def points(cfg: Config, workdir: str | None = None, budget: WorkBudget | None = 
     steps (agentcore.harness.disk)."""
     p = play(cfg, (), Options(points=True, budget=budget), workdir)
     if p.status not in ("done", "failed"):  # a run that gave up for good has its points crashed too
-        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
+        raise BadInput(f"{cfg.label}: the uninterrupted run did not finish ({p.status})")
     pts = p.processes[0].points
     assert pts is not None
     return pts
@@ -105,16 +130,23 @@ class ChunkResult:
     row: TableRow | None = None  # the records' table row, where they were not kept (records and waiting empty)
 
 
-def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None, collect: bool = False,
-              merge: bool = True, keep: bool = True) -> ChunkResult:
+def run_chunk(
+    cfg: Config,
+    chunk: Chunk,
+    depth: int,
+    workdir: str | None = None,
+    collect: bool = False,
+    merge: bool = True,
+    keep: bool = True,
+) -> ChunkResult:
     if depth not in SWEEP_DEPTHS:
-        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
+        raise BadInput(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     first = (chunk.first, chunk.kind, chunk.label)
     later = chunk.second_from > 0
     if later and depth != 2:
-        raise ValueError(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
+        raise BadInput(f"a chunk of twice scenarios (from point {chunk.second_from}) needs depth 2")
     if depth == 3 and cfg.person != "scripted":
-        raise ValueError("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
+        raise BadInput("depth 3 needs the scripted person (a queue person's questions pause depth 2 at most)")
     if merged(cfg, chunk, collect, merge):
         m = merging.memo(cfg)
         before = m.explored
@@ -126,8 +158,9 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
     # A later chunk plays its once scenario again (its record is stored already) only to note the
     # states of its restart's points (with the timeline so far, when collecting).
     deeper = depth >= 2
-    once = play(cfg, (chunk.first,), Options(points=deeper, timeline=collect, notes=deeper), workdir,
-                answers=chunk.answers)
+    once = play(
+        cfg, (chunk.first,), Options(points=deeper, timeline=collect, notes=deeper), workdir, answers=chunk.answers
+    )
     out = ChunkResult(chunk.config, chunk.first, [], 0)
     if not later:
         out.records.append(_record(cfg, once, first, None))
@@ -138,8 +171,10 @@ def run_chunk(cfg: Config, chunk: Chunk, depth: int, workdir: str | None = None,
         assert restart is not None
         lo, hi = (chunk.second_from, chunk.second_to) if later else (1, len(restart))
         if hi > len(restart):
-            raise ValueError(f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
-                             f"with these answers, not {hi}")
+            raise BadInput(
+                f"{cfg.label}, first point {chunk.first}: the restart reaches {len(restart)} points "
+                f"with these answers, not {hi}"
+            )
         opts = Options(timeline=collect, points=depth == 3, notes=depth == 3)
         for q in range(lo, hi + 1):
             (kind, label), state = restart[q - 1], once.restarts[q - 1]
@@ -170,15 +205,19 @@ def tree_result(cfg: Config, chunk: Chunk, state: Durable, saves: int, tree: mer
     first point leaves (with `saves` made by then). `explored` is left to the caller."""
     first = (chunk.first, chunk.kind, chunk.label)
     base = merging.counters(state)
-    out = ChunkResult(chunk.config, chunk.first, [_new_record(cfg, tree.outcome, base, first, None, None)],
-                      saves + tree.outcome.saves)
+    out = ChunkResult(
+        chunk.config, chunk.first, [_new_record(cfg, tree.outcome, base, first, None, None)], saves + tree.outcome.saves
+    )
     for q, (kind, label, added, twice) in enumerate(tree.children, 1):
         at_q = merging.plus(base, added)
         out.records.append(_new_record(cfg, twice.outcome, at_q, first, (q, kind, label), None))
         out.saves += twice.outcome.saves
         for r, (kind3, label3, added3, thrice) in enumerate(twice.children, 1):
-            out.records.append(_new_record(cfg, thrice.outcome, merging.plus(at_q, added3), first, (q, kind, label),
-                                           (r, kind3, label3)))
+            out.records.append(
+                _new_record(
+                    cfg, thrice.outcome, merging.plus(at_q, added3), first, (q, kind, label), (r, kind3, label3)
+                )
+            )
             out.saves += thrice.outcome.saves
     return out
 
@@ -187,21 +226,42 @@ def tree_row(cfg: Config, chunk: Chunk, state: Durable, saves: int, t: merging.T
     """tree_result's table row, from the tree's tally: the same counts, no record built."""
     n = t[0] + t[1] + t[2]
     asks, avoidable, _, calls = merging.counters(state)
-    row = TableRow(cfg.label, t[0], t[1], t[3], t[4], t[5], t[6], t[7], t[8], t[10] + n * asks,
-                   t[11] + n * avoidable, t[12] + n * (calls - job_calls(cfg)), t[2])
+    row = TableRow(
+        cfg.label,
+        t[0],
+        t[1],
+        t[3],
+        t[4],
+        t[5],
+        t[6],
+        t[7],
+        t[8],
+        t[10] + n * asks,
+        t[11] + n * avoidable,
+        t[12] + n * (calls - job_calls(cfg)),
+        t[2],
+    )
     return ChunkResult(chunk.config, chunk.first, [], saves + t[9], row=row)
 
 
-def from_tree(cfg: Config, chunk: Chunk, state: Durable, saves: int,
-              built: merging.Tree | merging.Tally) -> ChunkResult:
+def from_tree(
+    cfg: Config, chunk: Chunk, state: Durable, saves: int, built: merging.Tree | merging.Tally
+) -> ChunkResult:
     """The chunk's records from its tree, or its row from a tally (records not kept)."""
     if isinstance(built, merging.Tree):
         return tree_result(cfg, chunk, state, saves, built)
     return tree_row(cfg, chunk, state, saves, built)
 
 
-def play_from_note(cfg: Config, plan: tuple[int, ...], kind: str, note: Durable, options: Options,
-                   workdir: str | None, answers: dict[str, bool] | None = None) -> Played:
+def play_from_note(
+    cfg: Config,
+    plan: tuple[int, ...],
+    kind: str,
+    note: Durable,
+    options: Options,
+    workdir: str | None,
+    answers: dict[str, bool] | None = None,
+) -> Played:
     """The scenario crashed at the points of `plan`, the last (of `kind`) in the restart whose
     state there is `note`: played from the note, or in full when the crash there is the tracker's."""
     if full_play(kind):
@@ -228,8 +288,15 @@ class Resumed:
         return Chunk(config, r.first_point, r.first_kind, r.first_label, *self.twice, dict(self.played.answers or {}))
 
 
-def resume(cfg: Config, durable: Durable | dict[str, Any], answers: dict[str, bool], first: Point,
-           second: Point | None, workdir: str | None = None, depth: int = 1) -> Resumed:
+def resume(
+    cfg: Config,
+    durable: Durable | dict[str, Any],
+    answers: dict[str, bool],
+    first: Point,
+    second: Point | None,
+    workdir: str | None = None,
+    depth: int = 1,
+) -> Resumed:
     """Continue a paused scenario from its durable state with the person's answers.
 
     A stored state (a dict) is checked first (`Durable.from_dict`). At depth 2 a once scenario's
@@ -243,9 +310,15 @@ def resume(cfg: Config, durable: Durable | dict[str, Any], answers: dict[str, bo
     return Resumed(_record(cfg, p, first, second), p, (swept + 1, reached) if reached > swept else None)
 
 
-def replay(cfg: Config, first: int, second: int | None = None, answers: dict[str, bool] | None = None,
-           once_answers: dict[str, bool] | None = None, third: int | None = None,
-           budget: WorkBudget | None = None) -> Played:
+def replay(
+    cfg: Config,
+    first: int,
+    second: int | None = None,
+    answers: dict[str, bool] | None = None,
+    once_answers: dict[str, bool] | None = None,
+    third: int | None = None,
+    budget: WorkBudget | None = None,
+) -> Played:
     """Play a scenario again, with its timeline and effects (sweeps are deterministic): crashed at
     `first`, and in a twice scenario at `second` of the restart, and in a thrice scenario (depth 3,
     the scripted person's) at `third` of the second restart, with the answers its questions got.
@@ -273,7 +346,7 @@ def _noted(cfg: Config, p: Played, process: int, point: int, what: str) -> tuple
     """The kind of a restart's `point` (process `process` of `p`) and the state noted there."""
     notes = p.restarts or []
     if point > len(notes):
-        raise ValueError(f"{cfg.label}: {what} reaches {len(notes)} points with these answers, not {point}")
+        raise BadInput(f"{cfg.label}: {what} reaches {len(notes)} points with these answers, not {point}")
     restart = p.processes[process].points
     assert restart is not None
     return restart[point - 1][0], notes[point - 1]

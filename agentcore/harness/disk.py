@@ -57,7 +57,6 @@ MAX_STATES = 8
 MAX_TEARS = 4
 
 
-
 class OverBudget(AgentcoreError):
     """A play would take more steps than its WorkBudget allows."""
 
@@ -141,8 +140,24 @@ class MemoryFiles(CrashPoints):
 class PowerCutDisk(MemoryFiles):
     """The page cache (inherited) over a durable layer; see the module's rules."""
 
-    __slots__ = ("names", "durable_names", "pending_names", "inodes", "durable", "pending", "next_inode", "seen",
-                 "cached", "cached_version", "read_paths", "syncs", "assignments", "assigned", "contents", "reprs")
+    __slots__ = (
+        "names",
+        "durable_names",
+        "pending_names",
+        "inodes",
+        "durable",
+        "pending",
+        "next_inode",
+        "seen",
+        "cached",
+        "cached_version",
+        "read_paths",
+        "syncs",
+        "assignments",
+        "assigned",
+        "contents",
+        "reprs",
+    )
 
     def __init__(self, read: Iterable[str] = (), data: State | None = None, budget: WorkBudget | None = None) -> None:
         """`read`: the paths a load reads (the checkpoints); states that differ elsewhere (in temp
@@ -228,8 +243,11 @@ class PowerCutDisk(MemoryFiles):
         if file_op and self.in_save:
             # The state as the process left it is a point whenever the operation changed the
             # disk, as under panic; the power cut's own states when a load would read them anew.
-            fresh = [(d, s) for i, (k, d, s) in enumerate(states)
-                     if (self.version != self.offered if i == 0 else k not in self.seen)]
+            fresh = [
+                (d, s)
+                for i, (k, d, s) in enumerate(states)
+                if (self.version != self.offered if i == 0 else k not in self.seen)
+            ]
             self.seen.update(k for k, _, _ in states)
         else:
             fresh = [(d, s) for _, d, s in states]

@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from agentcore.config import Config
 
 
-def scenario_disk(cfg: Config, workdir: str | None, paths: list[str],
-                  budget: WorkBudget | None) -> MemoryFiles | PowerCutDisk | OsFiles:
+def scenario_disk(
+    cfg: Config, workdir: str | None, paths: list[str], budget: WorkBudget | None
+) -> MemoryFiles | PowerCutDisk | OsFiles:
     if CRASH_MODELS[cfg.crash_model].disk == "power-cut":
         return PowerCutDisk(read=paths, budget=budget)
     return MemoryFiles(budget=budget) if workdir is None else OsFiles()

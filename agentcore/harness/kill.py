@@ -152,6 +152,7 @@ class _Remote:
                 args = (*args[:4], None, *args[5:])  # the hook stays here: the parent puts its own
             self._conn.send(("call", self._target, method, args))
             return self._answer()
+
         return call
 
     def ask_point(self, kind: str, detail: str) -> None:

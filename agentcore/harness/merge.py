@@ -94,8 +94,21 @@ def tally(done: Outcome, added: Sequence[Counters], kids: Sequence[Tally]) -> Ta
     the state a crash there leaves. Column by column (zip, sum, map run in C): a sweep's process
     adds up every point of every restart its workers played."""
     asks, avoidable, _, calls = done.added
-    t = [1, 0, 0, int(done.duplicates > 0), done.duplicates, done.missing, done.wrong, done.gave_up, done.denied_ran,
-         done.saves, asks, avoidable, calls]
+    t = [
+        1,
+        0,
+        0,
+        int(done.duplicates > 0),
+        done.duplicates,
+        done.missing,
+        done.wrong,
+        done.gave_up,
+        done.denied_ran,
+        done.saves,
+        asks,
+        avoidable,
+        calls,
+    ]
     if kids:
         cols = list(zip(*kids, strict=True))
         assert not any(cols[LEVELS - 1]), "a tree deeper than three levels"
@@ -112,8 +125,12 @@ def tally(done: Outcome, added: Sequence[Counters], kids: Sequence[Tally]) -> Ta
 
 
 def mergeable(cfg: Config, collect: bool) -> bool:
-    return (not collect and cfg.person == "scripted" and not CRASH_MODELS[cfg.crash_model].forks
-            and cfg.tracker_fault != "crash")
+    return (
+        not collect
+        and cfg.person == "scripted"
+        and not CRASH_MODELS[cfg.crash_model].forks
+        and cfg.tracker_fault != "crash"
+    )
 
 
 def counters(state: Durable) -> Counters:
@@ -124,9 +141,20 @@ def key(cfg: Config, state: Durable, crashes: int) -> bytes:
     """The digest of what a restart from `state` reads, with `crashes` crashes still to come. The
     person's ask count only where its answers are drawn by it (wrong:P)."""
     asks = state.asks if cfg.person_faults.startswith("wrong") else None
-    parts = (crashes, state.process, state.seq, state.plan, sorted(state.files.items()), state.tracker,
-             sorted(state.attempts), sorted(state.gave_up or ()), sorted(state.decisions.items()),
-             sorted(state.answers.items()), state.model_asks, asks)
+    parts = (
+        crashes,
+        state.process,
+        state.seq,
+        state.plan,
+        sorted(state.files.items()),
+        state.tracker,
+        sorted(state.attempts),
+        sorted(state.gave_up or ()),
+        sorted(state.decisions.items()),
+        sorted(state.answers.items()),
+        state.model_asks,
+        asks,
+    )
     # marshal: 8 times as fast as repr; version 2 writes no back-references, so equal values give equal bytes
     return hashlib.blake2b(marshal.dumps(parts, 2), digest_size=16).digest()
 
@@ -176,8 +204,9 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
         return tree
     done, points = step(m.cfg, state, crashes, workdir)
     m.explored += 1
-    tree = grown(done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir))
-                             for kind, label, added, note in points))
+    tree = grown(
+        done, tuple((kind, label, added, explore(m, note, crashes - 1, workdir)) for kind, label, added, note in points)
+    )
     if _ENTRIES[0] >= MAX_ENTRIES:
         _forget()
     m.trees[k] = tree
@@ -185,8 +214,9 @@ def explore(m: Memo, state: Durable, crashes: int, workdir: str | None = None) -
     return tree
 
 
-def step(cfg: Config, state: Durable, crashes: int, workdir: str | None = None
-         ) -> tuple[Outcome, list[tuple[str, str, Counters, Durable]]]:
+def step(
+    cfg: Config, state: Durable, crashes: int, workdir: str | None = None
+) -> tuple[Outcome, list[tuple[str, str, Counters, Durable]]]:
     """One play of the restart from `state`: its outcome and, with crashes still to come, for each
     of its points the kind, label, counters added there and the state a crash there leaves."""
     deeper = crashes > 0
@@ -196,8 +226,10 @@ def step(cfg: Config, state: Durable, crashes: int, workdir: str | None = None
     if deeper and p.restarts is not None:
         kinds = p.processes[-1].points
         assert kinds is not None
-        points = [(kind, label, _added(counters(note), base), note)
-                  for (kind, label), note in zip(kinds, p.restarts, strict=True)]
+        points = [
+            (kind, label, _added(counters(note), base), note)
+            for (kind, label), note in zip(kinds, p.restarts, strict=True)
+        ]
     return outcome(p, base), points
 
 
@@ -209,8 +241,16 @@ def _forget() -> None:
 
 
 def outcome(p: Played, base: Counters) -> Outcome:
-    return Outcome(p.duplicates, p.missing, p.wrong, p.gave_up, p.denied_ran, p.status,
-                   _added((p.asks, p.avoidable, p.approvals, p.model_calls), base), p.saves)
+    return Outcome(
+        p.duplicates,
+        p.missing,
+        p.wrong,
+        p.gave_up,
+        p.denied_ran,
+        p.status,
+        _added((p.asks, p.avoidable, p.approvals, p.model_calls), base),
+        p.saves,
+    )
 
 
 def _added(now: Counters, base: Counters) -> Counters:

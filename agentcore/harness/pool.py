@@ -50,6 +50,7 @@ IN_FLIGHT = 2  # tasks of restarts per worker in the pool: one played, one waiti
 BY_CONFIGURATION = 3  # merged configurations per worker from which each goes to a worker whole
 WHOLE_PER_TASK = 8  # at most: chunks played whole go out a few to a task, fewer toward the end
 
+
 def _plain(obj: Durable | merging.Outcome | ScenarioRecord) -> tuple[Any, ...]:
     """Its fields in order (Durable(*t), Outcome(*t), ScenarioRecord(*t) take them back): a dataclass
     with slots pickles and unpickles five times as slowly as the tuple, and a sweep sends thousands."""
@@ -69,8 +70,15 @@ Restart = tuple[int, bytes, int, tuple[Any, ...]]
 # configuration index, key, outcome (_plain), per point the key of the state a crash there leaves
 # and the counters added there, the points' kinds and labels (None where no record is kept: a row
 # needs none), and the states (_plain) this worker had not sent before, by key
-Node = tuple[int, bytes, tuple[Any, ...], tuple[bytes, ...], tuple[merging.Counters, ...],
-             tuple[tuple[str, str], ...] | None, dict[bytes, tuple[Any, ...]]]
+Node = tuple[
+    int,
+    bytes,
+    tuple[Any, ...],
+    tuple[bytes, ...],
+    tuple[merging.Counters, ...],
+    tuple[tuple[str, str], ...] | None,
+    dict[bytes, tuple[Any, ...]],
+]
 # A played restart, kept until the restarts below it are back: outcome, keys, counters added, kinds and labels
 _Played = tuple[merging.Outcome, tuple[bytes, ...], tuple[merging.Counters, ...], tuple[tuple[str, str], ...] | None]
 
@@ -90,8 +98,15 @@ def _worker(items: list[tuple[int, Chunk]]) -> tuple[tuple[int, ChunkResult, lis
     each side."""
     out, d = [], _workdir()
     for i, chunk in items:
-        res = run_chunk(_CONFIGS[chunk.config], chunk, _OPTIONS["depth"], d, _OPTIONS["collect"],
-                        _OPTIONS["merge"], _OPTIONS["keep"])
+        res = run_chunk(
+            _CONFIGS[chunk.config],
+            chunk,
+            _OPTIONS["depth"],
+            d,
+            _OPTIONS["collect"],
+            _OPTIONS["merge"],
+            _OPTIONS["keep"],
+        )
         rows = list(map(_plain, res.records))
         res.records = []
         out.append((i, res, rows))
@@ -117,8 +132,16 @@ def _restarts(batch: list[Restart]) -> list[Node]:
     return out
 
 
-def run_parallel(configs: list[Config], chunks: list[Chunk], depth: int, workers: int, base: str | None,
-                 collect: bool, merge: bool, keep: bool) -> Iterator[ChunkResult]:
+def run_parallel(
+    configs: list[Config],
+    chunks: list[Chunk],
+    depth: int,
+    workers: int,
+    base: str | None,
+    collect: bool,
+    merge: bool,
+    keep: bool,
+) -> Iterator[ChunkResult]:
     """agentcore.harness.sweep.run_chunks with a pool of `workers` processes (forked: they inherit the
     configurations and options), checkpoint files under `base` if given."""
     _CONFIGS[:] = configs
@@ -139,8 +162,17 @@ class _Parallel:
     the first chunk that reaches them, a few tasks per worker at a time: chunks come whole in their
     order, as in one process, so progress shows as it goes."""
 
-    def __init__(self, configs: list[Config], chunks: list[Chunk], depth: int, workers: int, pool: Any,
-                 base: str | None, collect: bool, merge: bool) -> None:
+    def __init__(
+        self,
+        configs: list[Config],
+        chunks: list[Chunk],
+        depth: int,
+        workers: int,
+        pool: Any,
+        base: str | None,
+        collect: bool,
+        merge: bool,
+    ) -> None:
         self.configs, self.chunks, self.depth, self.workers, self.pool = configs, chunks, depth, workers, pool
         self.here = None if base is None else os.path.join(base, "main")
         self.merged = [merged(configs[c.config], c, collect, merge) for c in chunks]
@@ -174,12 +206,15 @@ class _Parallel:
                 self.merged[i] = False  # merged in a worker, so here a chunk that comes back whole
         # Early first points have the longest restarts: those go out first, in tasks of a few chunks (a
         # task costs the sweep's process half a millisecond), each a quarter of a worker's share of those left.
-        whole = [(i, self.chunks[i]) for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
-                 if not self.merged[i] and i not in grouped]
+        whole = [
+            (i, self.chunks[i])
+            for i in sorted(range(len(self.chunks)), key=lambda i: self.chunks[i].first)
+            if not self.merged[i] and i not in grouped
+        ]
         at = 0
         while at < len(whole):
             size = max(1, min(WHOLE_PER_TASK, (len(whole) - at) // (4 * self.workers)))
-            tasks.append(whole[at:at + size])
+            tasks.append(whole[at : at + size])
             at += size
         for items in tasks:
             self._send(_worker, items)
@@ -306,8 +341,9 @@ class _Parallel:
         if where is None:
             got = merging.tally(done, added, kids)  # type: ignore[arg-type]
         else:
-            got = merging.grown(done, tuple((kind, label, a, kid) for (kind, label), a, kid
-                                            in zip(where, added, kids, strict=True)))  # type: ignore[misc]
+            got = merging.grown(
+                done, tuple((kind, label, a, kid) for (kind, label), a, kid in zip(where, added, kids, strict=True))
+            )  # type: ignore[misc]
         built[k] = got
         del self.nodes[ci][k]
         self.count += 1

@@ -46,7 +46,7 @@ Rules:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from agentcore.checker.effects import Truth, fault_free
@@ -54,9 +54,11 @@ from agentcore.crash import AS_IS, FILE_KINDS, TRACKER_KINDS, Crash, CrashPlan, 
 from agentcore.crashmodels import CRASH_MODELS
 from agentcore.durable.checkpoint import CheckpointError, FileCheckpoint, OsFiles
 from agentcore.durable.loop import Loop, ToolGaveUp
+from agentcore.errors import BadInput
 from agentcore.harness import kill
 from agentcore.harness.disk import WorkBudget
 from agentcore.harness.files import Folder, lay_out, scenario_disk
+from agentcore.harness.played import Options, Played
 from agentcore.harness.state import RESTART_TEXT, Durable, World, checkpoint_name
 from agentcore.harness.trackerfault import Relay
 from agentcore.limits import MAX_GIVE_UP_RESTARTS
@@ -74,47 +76,14 @@ _TRUTHS: list[tuple[Job, Design, str, int, Truth]] = []
 _LAST: list[Any] = []  # the configuration last checked, and its truth
 
 
-@dataclass(frozen=True, slots=True)
-class Options:
-    """What a play keeps besides its tallies (each costs time, so each is asked for)."""
-
-    points: bool = False  # every process's crash points, as (kind, label)
-    timeline: bool = False  # the events as a timeline, and the tracker's effects at the end
-    notes: bool = False  # the durable state at each point of the scenario's second process
-    root: bool = False  # notes in the uninterrupted run's process too, with the saves made by each (Played.saved)
-    # The steps the play may take (agentcore.harness.disk.WorkBudget), charged as it goes: a caller's bound
-    # on the work, not something the play keeps, so it takes no part in comparing options.
-    budget: WorkBudget | None = field(default=None, compare=False)
-
-
-@dataclass(slots=True)
-class Played:
-    """What one scenario did: the points of each process (when recorded) and the tallies."""
-
-    processes: list[CrashPlan]
-    crashes: list[Crash]
-    duplicates: int
-    missing: int
-    asks: int
-    approvals: int
-    model_calls: int
-    saves: int
-    status: str
-    timeline: list[dict[str, Any]] | None = None
-    effects: list[dict[str, Any]] | None = None
-    durable: dict[str, Any] | None = None  # set when a question suspended the scenario (the stored shape)
-    question: dict[str, Any] | None = None
-    restarts: list[Durable] | None = None  # the durable state at each point of process 2
-    answers: dict[str, bool] | None = None  # a queue person's answers to the asks made
-    saved: list[int] | None = None  # with Options.root: the saves made by each noted point
-    wrong: int = 0  # agentcore.records says what these count
-    gave_up: int = 0
-    denied_ran: int = 0
-    avoidable: int = 0
-
-
-def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Options(), workdir: str | None = None,
-         start: Durable | None = None, answers: dict[str, bool] | None = None) -> Played:
+def play(
+    cfg: Config,
+    plan: tuple[int, ...] | list[int],
+    options: Options = Options(),
+    workdir: str | None = None,
+    start: Durable | None = None,
+    answers: dict[str, bool] | None = None,
+) -> Played:
     """Play one scenario: crash process i at its plan[i]th point, restart, until a process finishes.
 
     The checkpoint files are in memory, or in `workdir` when one is given. `start` continues from
@@ -128,11 +97,11 @@ def play(cfg: Config, plan: tuple[int, ...] | list[int], options: Options = Opti
 
 def uninterrupted_effects(cfg: Config) -> list[dict[str, Any]]:
     """The tracker's effects after `cfg`'s uninterrupted run, unchecked (agentcore.checker.effects makes
-    the truth of them); ValueError if the run does not finish."""
+    the truth of them); BadInput if the run does not finish."""
     scenario = _Scenario(cfg, (), Options(), None, None, None, check=False)
     played = scenario.run()
     if played.status != "done":
-        raise ValueError(f"{cfg.label}: the uninterrupted run did not finish ({played.status})")
+        raise BadInput(f"{cfg.label}: the uninterrupted run did not finish ({played.status})")
     return scenario.world.tracker.effects
 
 
@@ -142,8 +111,14 @@ def truth(cfg: Config) -> Truth:
     mode, job runs); a sweep checks scenario after scenario of one configuration."""
     if _LAST and _LAST[0] is cfg:
         return _LAST[1]
-    made = next((t for job, design, tracker, runs, t in _TRUTHS if job is cfg.job and design == cfg.design
-                 and tracker == cfg.tracker and runs == cfg.runs), None)
+    made = next(
+        (
+            t
+            for job, design, tracker, runs, t in _TRUTHS
+            if job is cfg.job and design == cfg.design and tracker == cfg.tracker and runs == cfg.runs
+        ),
+        None,
+    )
     if made is None:
         made = Truth.of(cfg.job, uninterrupted_effects(fault_free(cfg)))
         if len(_TRUTHS) >= _KEPT:
@@ -188,12 +163,43 @@ def proposed_run_id(cfg: Config, seq: int, process: int) -> str:
 class _Scenario:
     """One play of one scenario; `run` plays its processes (see `play`)."""
 
-    __slots__ = ("cfg", "options", "disk", "paths", "world", "base", "plan", "restarts", "hook", "at",
-                 "restart_hook", "processes", "crashes", "saves", "status", "suspended", "pausable", "start", "remote",
-                 "faults", "check", "regiven", "store", "saved")
+    __slots__ = (
+        "cfg",
+        "options",
+        "disk",
+        "paths",
+        "world",
+        "base",
+        "plan",
+        "restarts",
+        "hook",
+        "at",
+        "restart_hook",
+        "processes",
+        "crashes",
+        "saves",
+        "status",
+        "suspended",
+        "pausable",
+        "start",
+        "remote",
+        "faults",
+        "check",
+        "regiven",
+        "store",
+        "saved",
+    )
 
-    def __init__(self, cfg: Config, plan: tuple[int, ...] | list[int], options: Options, workdir: str | None,
-                 start: Durable | None, answers: dict[str, bool] | None, check: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        plan: tuple[int, ...] | list[int],
+        options: Options,
+        workdir: str | None,
+        start: Durable | None,
+        answers: dict[str, bool] | None,
+        check: bool = True,
+    ) -> None:
         self.cfg, self.options = cfg, options
         self.check = check  # the effects against the truth (not the truth's own run: it is the truth)
         self.paths = [os.path.join(workdir or "", checkpoint_name(i)) for i in range(cfg.runs)]
@@ -306,8 +312,7 @@ class _Scenario:
             store = self.store = FileCheckpoint(self.paths[w.seq], cfg.fsync, point, self.disk, cfg.design)
             run_id = proposed_run_id(cfg, w.seq, number)
             try:
-                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, point, run_id, w.seq, w.log,
-                     number).run()
+                Loop(cfg.design, cfg.job, store, w.server, w.model, w.person, point, run_id, w.seq, w.log, number).run()
             finally:
                 self.saves += store.saves
                 self.store = None
@@ -356,10 +361,20 @@ class _Scenario:
     def _played(self) -> Played:
         w = self.world
         dups, missing, denied_ran = w.tally(self.cfg)
-        played = Played(self.processes, self.crashes, dups, missing, w.person.asks, w.person.prompts, w.model.calls,
-                        self.saves, self.status,
-                        gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused),
-                        denied_ran=denied_ran, avoidable=w.person.avoidable)
+        played = Played(
+            self.processes,
+            self.crashes,
+            dups,
+            missing,
+            w.person.asks,
+            w.person.prompts,
+            w.model.calls,
+            self.saves,
+            self.status,
+            gave_up=sum(w.server.given_up.values()) + len(w.tracker.refused),
+            denied_ran=denied_ran,
+            avoidable=w.person.avoidable,
+        )
         played.restarts = self.restarts
         played.saved = self.saved
         played.answers = w.person.given()

@@ -44,12 +44,25 @@ if TYPE_CHECKING:
 
 # The stored keys every durable state has, with their types (in the stored order).
 _REQUIRED: dict[str, type] = {
-    "tracker": dict, "attempts": list, "model_calls": int, "answers": dict, "asks": int, "prompts": int,
-    "decisions": dict, "files": dict, "seq": int,
+    "tracker": dict,
+    "attempts": list,
+    "model_calls": int,
+    "answers": dict,
+    "asks": int,
+    "prompts": int,
+    "decisions": dict,
+    "files": dict,
+    "seq": int,
 }
 _AFTER: dict[str, type] = {"plan": list, "timeline": list}  # after "process", which may be missing
-_OPTIONAL: dict[str, type] = {"process": int, "crash": str, "swept": int, "gave_up": list, "avoidable": int,
-                              "model_asks": list}
+_OPTIONAL: dict[str, type] = {
+    "process": int,
+    "crash": str,
+    "swept": int,
+    "gave_up": list,
+    "avoidable": int,
+    "model_asks": list,
+}
 
 RESTART_TEXT = "a new process starts from the checkpoint"
 
@@ -99,8 +112,9 @@ class Durable:
             what = "log" if tracker["fault"] == "crash" else "fault state"
             raise CheckpointError(f"{name}: stored durable state: the tracker's {what} is corrupt")
         asks = data.get("model_asks")
-        if asks is not None and not all(isinstance(a, list) and len(a) == 3
-                                        and all(type(x) is int and x >= 0 for x in a) for a in asks):
+        if asks is not None and not all(
+            isinstance(a, list) and len(a) == 3 and all(type(x) is int and x >= 0 for x in a) for a in asks
+        ):
             raise CheckpointError(f"{name}: stored durable state: the model's asks are corrupt")
         loaded = checkpoint_name(data["seq"])
         for fname, text in data["files"].items():
@@ -110,16 +124,31 @@ class Durable:
                 # runs' checkpoints) may be as torn as a power cut left them, and nobody reads them
                 # surrogatepass: a lone surrogate reaches the parser as bytes that are not UTF-8 (corrupt)
                 parse_checkpoint(text.encode("utf-8", "surrogatepass"), f"{name}: checkpoint {fname}")
-        return cls(**{k: data[k] for k in _REQUIRED}, process=data.get("process") or 0,
-                   **{k: data[k] for k in _AFTER}, crash=data.get("crash"), swept=data.get("swept"),
-                   gave_up=data.get("gave_up"), avoidable=data.get("avoidable") or 0, model_asks=asks)
+        return cls(
+            **{k: data[k] for k in _REQUIRED},
+            process=data.get("process") or 0,
+            **{k: data[k] for k in _AFTER},
+            crash=data.get("crash"),
+            swept=data.get("swept"),
+            gave_up=data.get("gave_up"),
+            avoidable=data.get("avoidable") or 0,
+            model_asks=asks,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The stored shape: the keys in the order the dashboard has always stored them."""
         out = {
-            "tracker": self.tracker, "attempts": self.attempts, "model_calls": self.model_calls,
-            "answers": self.answers, "asks": self.asks, "prompts": self.prompts, "decisions": self.decisions,
-            "files": self.files, "seq": self.seq, "process": self.process, "plan": self.plan,
+            "tracker": self.tracker,
+            "attempts": self.attempts,
+            "model_calls": self.model_calls,
+            "answers": self.answers,
+            "asks": self.asks,
+            "prompts": self.prompts,
+            "decisions": self.decisions,
+            "files": self.files,
+            "seq": self.seq,
+            "process": self.process,
+            "plan": self.plan,
             "timeline": self.timeline,
         }
         if self.crash is not None:
@@ -150,26 +179,35 @@ class World:
 
     __slots__ = ("tracker", "server", "model", "person", "seq", "timeline", "log")
 
-    def __init__(self, cfg: Config, tracker: Tracker, answers: dict[str, bool] | None,
-                 log: list[tuple[str, str]] | None) -> None:
+    def __init__(
+        self, cfg: Config, tracker: Tracker, answers: dict[str, bool] | None, log: list[tuple[str, str]] | None
+    ) -> None:
         self.tracker = tracker
         self.server = ToolServer(tracker, cfg.job, tool_failures(cfg.tool_faults) if cfg.design.flaky else 0)
         self.model = ScriptedModel(cfg.job, cfg.model, cfg.seed, tracker.find)
         self.person: ScriptedPerson | QueuePerson = (
-            ScriptedPerson(tracker, cfg.person_faults, cfg.seed) if cfg.person == "scripted"
-            else QueuePerson(tracker, answers, log))
+            ScriptedPerson(tracker, cfg.person_faults, cfg.seed)
+            if cfg.person == "scripted"
+            else QueuePerson(tracker, answers, log)
+        )
         self.seq = 0  # job runs finished
         self.timeline: list[dict[str, Any]] = []  # the events before this scenario's first process
         self.log = log
 
     @classmethod
-    def fresh(cls, cfg: Config, answers: dict[str, bool] | None = None,
-              log: list[tuple[str, str]] | None = None) -> World:
+    def fresh(
+        cls, cfg: Config, answers: dict[str, bool] | None = None, log: list[tuple[str, str]] | None = None
+    ) -> World:
         return cls(cfg, Tracker(cfg.tracker, cfg.tracker_fault), answers, log)
 
     @classmethod
-    def restore(cls, cfg: Config, state: Durable, answers: dict[str, bool] | None = None,
-                log: list[tuple[str, str]] | None = None) -> World:
+    def restore(
+        cls,
+        cfg: Config,
+        state: Durable,
+        answers: dict[str, bool] | None = None,
+        log: list[tuple[str, str]] | None = None,
+    ) -> World:
         """The world as `state` holds it, the person knowing `state.answers` and then `answers`."""
         given = {**state.answers, **(answers or {})} if cfg.person != "scripted" else None
         w = cls(cfg, Tracker.restore(state.tracker), given, log)
@@ -197,9 +235,19 @@ class World:
         scenario's first) to start from with crash plan `plan`."""
         person = self.person
         return Durable(
-            self.tracker.snapshot(), [[s, c, n] for (s, c), n in self.server.attempts.items()], self.model.calls,
-            person.given(), person.asks, person.prompts, dict(person.decisions), files, self.seq, process, plan,
-            self.events(), gave_up=[[s, c, n] for (s, c), n in self.server.given_up.items()] or None,
+            self.tracker.snapshot(),
+            [[s, c, n] for (s, c), n in self.server.attempts.items()],
+            self.model.calls,
+            person.given(),
+            person.asks,
+            person.prompts,
+            dict(person.decisions),
+            files,
+            self.seq,
+            process,
+            plan,
+            self.events(),
+            gave_up=[[s, c, n] for (s, c), n in self.server.given_up.items()] or None,
             avoidable=person.avoidable,
             model_asks=self.model.asks() if self.model.mode != "fixed" else None,
         )

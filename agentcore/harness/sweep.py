@@ -19,12 +19,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from agentcore.config import Config
-from agentcore.harness.chunks import (
-    Chunk,
-    ChunkResult,
-    points,
-    run_chunk,
-)
+from agentcore.errors import BadInput, ConfigError
+from agentcore.harness.chunks import Chunk, ChunkResult, points, run_chunk
 from agentcore.harness.disk import ram_dir
 from agentcore.harness.pool import run_parallel
 from agentcore.limits import SWEEP_DEPTHS
@@ -39,7 +35,7 @@ class Workdir:
 
     def __init__(self, disk: str) -> None:
         if disk not in DISKS:
-            raise ValueError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
+            raise ConfigError(f"unknown disk {disk!r} (choose from {', '.join(DISKS)})")
         self.path = tempfile.mkdtemp(prefix="agentcore-", dir=ram_dir()) if disk == "files" else None
 
     def __enter__(self) -> str | None:
@@ -58,15 +54,22 @@ def plan_chunks(configs: list[Config], workdir: str | None = None) -> list[Chunk
     return chunks
 
 
-def run_chunks(configs: list[Config], chunks: list[Chunk], depth: int = 2, workers: int = 1,
-               collect: bool = False, disk: str = "memory", merge: bool = True,
-               keep: bool = True) -> Iterator[ChunkResult]:
+def run_chunks(
+    configs: list[Config],
+    chunks: list[Chunk],
+    depth: int = 2,
+    workers: int = 1,
+    collect: bool = False,
+    disk: str = "memory",
+    merge: bool = True,
+    keep: bool = True,
+) -> Iterator[ChunkResult]:
     """Run chunks (in parallel with workers > 1), yielding results in the chunks' order; `merge`:
     equal states where agentcore.harness.merge allows it; `keep`: the records (else each chunk's row)."""
     if depth not in SWEEP_DEPTHS:
-        raise ValueError(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
+        raise BadInput(f"depth must be one of {', '.join(map(str, SWEEP_DEPTHS))}, not {depth}")
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, not {workers}")
+        raise BadInput(f"workers must be at least 1, not {workers}")
     with Workdir(disk) as base:
         if workers == 1 or len(chunks) < 2:
             for c in chunks:
@@ -84,14 +87,21 @@ class SweepResult:
     explored: int = 0  # scenario plays (agentcore.harness.merge rebuilt the other records from its trees)
 
 
-def sweep(configs: list[Config], depth: int = 2, workers: int = 1, collect: bool = False,
-          progress: Callable[[int, int], None] | None = None, disk: str = "memory", merge: bool = True,
-          keep: bool = True) -> SweepResult:
+def sweep(
+    configs: list[Config],
+    depth: int = 2,
+    workers: int = 1,
+    collect: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+    disk: str = "memory",
+    merge: bool = True,
+    keep: bool = True,
+) -> SweepResult:
     """Sweep configurations; one table row per configuration. `disk`: where checkpoint files
     live, "memory" or (real) "files"; `merge`: equal states (agentcore.harness.merge), the same records;
     `keep`: the records (without them, the same rows, sooner)."""
     if collect and not keep:
-        raise ValueError("timelines are collected only into records that are kept")
+        raise BadInput("timelines are collected only into records that are kept")
     with Workdir(disk) as d:
         chunks = plan_chunks(configs, d)
     records: list[list[ScenarioRecord]] = [[] for _ in configs]

@@ -62,7 +62,11 @@ class Relay:
             self.world.tracker.crash()
             if log is not None:
                 log.append(("crash", f"the tracker crashed at point {c.index} of this process: {c.label}"))
-                log.append(("tracker", f"restarted from its log, the synced requests applied: the answer to "
-                                       f"{detail} never arrives"))
+                log.append(
+                    (
+                        "tracker",
+                        f"restarted from its log, the synced requests applied: the answer to {detail} never arrives",
+                    )
+                )
             self.plan = self.next_segment(c)
             raise TrackerCrashed(f"the tracker crashed before answering {detail}") from None

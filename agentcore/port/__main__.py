@@ -20,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per process before it is hung")
     args = ap.parse_args(argv)
     try:
-        server = Server(load_target(args.target), jobs.load(args.job), model=args.model, seed=args.seed,
-                        timeout=args.timeout)
+        server = Server(
+            load_target(args.target), jobs.load(args.job), model=args.model, seed=args.seed, timeout=args.timeout
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -127,8 +127,9 @@ class Handle:
         return chapter_key(self.thread_id, call_id)
 
 
-def instrument(obj: object, methods: Iterable[str], kind: str, handle: Handle,
-               detail: Callable[..., str] | None = None) -> None:
+def instrument(
+    obj: object, methods: Iterable[str], kind: str, handle: Handle, detail: Callable[..., str] | None = None
+) -> None:
     """Make each of `methods` of `obj` a point of `kind` once it has returned (the write is done):
     wrapped on the instance with functools.wraps, so a runtime that inspects its signature still
     sees the original's. `detail(*args, **kwargs)` names the point (default: the method's name)."""
@@ -136,12 +137,14 @@ def instrument(obj: object, methods: Iterable[str], kind: str, handle: Handle,
         setattr(obj, name, _wrapped(getattr(obj, name), name, kind, handle, detail))
 
 
-def _wrapped(original: Callable[..., Any], name: str, kind: str, handle: Handle,
-             detail: Callable[..., str] | None) -> Callable[..., Any]:
+def _wrapped(
+    original: Callable[..., Any], name: str, kind: str, handle: Handle, detail: Callable[..., str] | None
+) -> Callable[..., Any]:
     def named(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
         return detail(*args, **kwargs) if detail else name
 
     if inspect.iscoroutinefunction(original):
+
         async def awrapper(*args: Any, **kwargs: Any) -> Any:
             result = await original(*args, **kwargs)
             handle.point(kind, named(args, kwargs))

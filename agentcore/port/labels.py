@@ -24,7 +24,7 @@ DETAIL_CHARS = 60  # a detail is cut to this many characters: labels stay readab
 def detail_text(*parts: object) -> str:
     """A detail from its parts, one space apart, cut to DETAIL_CHARS (newlines folded)."""
     text = " ".join(str(p) for p in parts if p is not None and p != "").replace("\n", " ")
-    return text if len(text) <= DETAIL_CHARS else text[:DETAIL_CHARS - 1] + "…"
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
 
 
 class Labeller:
@@ -49,12 +49,14 @@ def kind_of(label: str) -> str:
 
 
 def label_set_difference(a: Sequence[str], b: Sequence[str]) -> str:
-    """"" when two runs met the same labels; else what each met that the other did not."""
+    """ "" when two runs met the same labels; else what each met that the other did not."""
     only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
     if not (only_a or only_b):
         return ""
-    return (f"only the first run met: {', '.join(only_a) or 'nothing'}; "
-            f"only the second run met: {', '.join(only_b) or 'nothing'}")
+    return (
+        f"only the first run met: {', '.join(only_a) or 'nothing'}; "
+        f"only the second run met: {', '.join(only_b) or 'nothing'}"
+    )
 
 
 def plans(first: Sequence[str], restarts: dict[tuple[str, ...], Sequence[str]], depth: int) -> list[tuple[str, ...]]:

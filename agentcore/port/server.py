@@ -75,7 +75,7 @@ def isolate_network() -> str:
 
 
 def probe_network() -> str:
-    """"isolated" when a child can leave the network here, else "not isolated: why"."""
+    """ "isolated" when a child can leave the network here, else "not isolated: why"."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -125,8 +125,9 @@ def _tool(world: World, m: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, s
         return {"result": world.tracker.search(args)}, None
     words = [repr(args[k]) for k in sorted(args) if isinstance(args[k], str)]
     try:
-        result = world.tracker.request(tool.op, args, m.get("key"), job_origin((0, str(m["call_id"]))),
-                                       lambda *_: None, tool.name)
+        result = world.tracker.request(
+            tool.op, args, m.get("key"), job_origin((0, str(m["call_id"]))), lambda *_: None, tool.name
+        )
     except Refused as e:
         return {"error": str(e)}, None
     return {"result": result}, ("effect", detail_text(tool.name, *words[:1]))
@@ -135,8 +136,17 @@ def _tool(world: World, m: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, s
 class Server:
     """Plays scenarios of one target on one job; see the module's rules."""
 
-    def __init__(self, target: Target, job: Job, *, model: str = "fresh-ids", seed: int = 0,
-                 timeout: float = 30.0, memory: int = 2 << 30, network: bool = True) -> None:
+    def __init__(
+        self,
+        target: Target,
+        job: Job,
+        *,
+        model: str = "fresh-ids",
+        seed: int = 0,
+        timeout: float = 30.0,
+        memory: int = 2 << 30,
+        network: bool = True,
+    ) -> None:
         self.target, self.job, self.model, self.seed = target, job, model, seed
         self.timeout, self.memory = timeout, memory
         self.network = probe_network() if network else "not isolated: not asked"
@@ -145,8 +155,14 @@ class Server:
         """One scenario: the processes of `plan`, then one to the end; what each met and the world after."""
         world = World.fresh(self.job, self.model, self.seed)
         workdir = tempfile.mkdtemp(prefix="agentcore-port-")
-        out: dict[str, Any] = {"plan": plan, "labels": [], "status": "done", "missed": False, "error": "",
-                               "final": None}
+        out: dict[str, Any] = {
+            "plan": plan,
+            "labels": [],
+            "status": "done",
+            "missed": False,
+            "error": "",
+            "final": None,
+        }
         try:
             for process in range(1, len(plan) + 2):
                 crash_at = plan[process - 1] if process <= len(plan) else None
@@ -164,8 +180,9 @@ class Server:
         out["model_calls"] = world.model.calls
         return out
 
-    def _process(self, world: World, process: int, crash_at: str | None,
-                 workdir: str) -> tuple[str, list[str], dict[str, Any]]:
+    def _process(
+        self, world: World, process: int, crash_at: str | None, workdir: str
+    ) -> tuple[str, list[str], dict[str, Any]]:
         """Run one child to its end: ("finished" | "crashed" | "failed" | "hung", its labels, its last word)."""
         ours, theirs = socket.socketpair()
         pid = os.fork()

@@ -44,8 +44,9 @@ class Served:
     """One fork server process, talked to one request at a time."""
 
     def __init__(self, argv: list[str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+        )
         line = self.proc.stdout.readline() if self.proc.stdout else ""
         if not line:
             err = self.proc.stderr.read() if self.proc.stderr else ""
@@ -68,10 +69,25 @@ class Served:
         self.proc.wait(timeout=30)
 
 
-def server_argv(target: str, job: str, *, python: str | None = None, model: str = "fresh-ids", seed: int = 0,
-                timeout: float = 30.0) -> list[str]:
-    return [python or sys.executable, "-m", "agentcore.port", "serve", "--target", target, "--job", job,
-            "--model", model, "--seed", str(seed), "--timeout", str(timeout)]
+def server_argv(
+    target: str, job: str, *, python: str | None = None, model: str = "fresh-ids", seed: int = 0, timeout: float = 30.0
+) -> list[str]:
+    return [
+        python or sys.executable,
+        "-m",
+        "agentcore.port",
+        "serve",
+        "--target",
+        target,
+        "--job",
+        job,
+        "--model",
+        model,
+        "--seed",
+        str(seed),
+        "--timeout",
+        str(timeout),
+    ]
 
 
 @dataclass
@@ -85,8 +101,9 @@ class TargetSweep:
     records: list[ScenarioRecord] = field(default_factory=list)
 
 
-def play_all(servers: list[Served], todo: list[tuple[str, ...]],
-             progress: Callable[[int, int], None] | None = None) -> dict[tuple[str, ...], dict[str, Any]]:
+def play_all(
+    servers: list[Served], todo: list[tuple[str, ...]], progress: Callable[[int, int], None] | None = None
+) -> dict[tuple[str, ...], dict[str, Any]]:
     """Each plan's outcome, the plans spread over the servers (a thread per server)."""
     queue: Queue[tuple[str, ...] | None] = Queue()
     for plan in todo:
@@ -133,14 +150,42 @@ def record(target: str, job: Job, truth: Truth, outcome: dict[str, Any], points:
             where += [None, None, None]
     calls = outcome["model_calls"]
     status = outcome["status"] if outcome["status"] != "done" else "done"
-    return ScenarioRecord(job.name, target, TRACKER, 1, *where[:6], dups, missing, truth.wrong(tracker.effects), 0,
-                          0, 0, 0, 0, calls, calls - (len(job.turns) + 1), status, None, tracker.effects,
-                          *where[6:])
+    return ScenarioRecord(
+        job.name,
+        target,
+        TRACKER,
+        1,
+        *where[:6],
+        dups,
+        missing,
+        truth.wrong(tracker.effects),
+        0,
+        0,
+        0,
+        0,
+        0,
+        calls,
+        calls - (len(job.turns) + 1),
+        status,
+        None,
+        tracker.effects,
+        *where[6:],
+    )
 
 
-def sweep_target(target: str, job: Job, job_path: str, *, depth: int = 1, workers: int = 1, python: str | None = None,
-                 model: str = "fresh-ids", seed: int = 0, timeout: float = 30.0,
-                 progress: Callable[[int, int], None] | None = None) -> TargetSweep:
+def sweep_target(
+    target: str,
+    job: Job,
+    job_path: str,
+    *,
+    depth: int = 1,
+    workers: int = 1,
+    python: str | None = None,
+    model: str = "fresh-ids",
+    seed: int = 0,
+    timeout: float = 30.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> TargetSweep:
     """Sweep `target` on `job` (read from `job_path` by the server too) to `depth`; see the rules."""
     if depth not in (1, 2, 3):
         raise BadInput(f"depth must be 1, 2 or 3, not {depth}")
@@ -152,8 +197,10 @@ def sweep_target(target: str, job: Job, job_path: str, *, depth: int = 1, worker
             if o["status"] != "done":
                 raise TargetError(f"target {target}: its uninterrupted run ended {o['status']}: {o['error']}")
         if diff := label_set_difference(first["labels"][0], again["labels"][0]):
-            raise TargetError(f"target {target}: two uninterrupted runs met different points ({diff}); "
-                              "name points by a stable detail, not by position")
+            raise TargetError(
+                f"target {target}: two uninterrupted runs met different points ({diff}); "
+                "name points by a stable detail, not by position"
+            )
         labels = first["labels"][0]
         result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
         truth = Truth.of(job, Tracker.restore(first["tracker"]).effects)

@@ -2,7 +2,7 @@
 
 Rules:
 - Each option is a short string, as the command line, `manage.py sweep` and the launch form take
-  it; a parser here turns it into plain values or raises ValueError with a message that lists the
+  it; a parser here turns it into plain values or raises ConfigError with a message that lists the
   spellings. Defaults are the chapter's world: a flaky tool fails the first attempt of each changing
   call (`first`), the person is truthful, the model repeats itself (`fixed`), the tracker never
   forgets or crashes (`none`).
@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import hashlib
 
+from agentcore.errors import ConfigError
+
 TOOL_FAULTS = ("first", "k:N", "always")
 PERSON_FAULTS = ("truthful", "deny:P", "wrong:P", "adversarial")
 MODELS = ("fixed", "fresh-ids", "fickle")
@@ -40,19 +42,19 @@ def chance(*parts: object) -> float:
 
 
 def _number(spec: str, prefix: str, low: int, high: int) -> int:
-    text = spec[len(prefix):]
+    text = spec[len(prefix) :]
     if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
-        raise ValueError(f"{spec!r}: N must be a whole number from {low} to {high}")
+        raise ConfigError(f"{spec!r}: N must be a whole number from {low} to {high}")
     return int(text)
 
 
 def _probability(spec: str, prefix: str) -> float:
     try:
-        p = float(spec[len(prefix):])
+        p = float(spec[len(prefix) :])
     except ValueError:
         p = -1.0
     if not 0.0 <= p <= 1.0:  # NaN fails too
-        raise ValueError(f"{spec!r}: P must be a probability from 0 to 1")
+        raise ConfigError(f"{spec!r}: P must be a probability from 0 to 1")
     return p
 
 
@@ -64,7 +66,7 @@ def tool_failures(spec: str) -> int | None:
         return None
     if isinstance(spec, str) and spec.startswith("k:"):
         return _number(spec, "k:", 0, MAX_TOOL_FAILURES)
-    raise ValueError(f"unknown tool faults {spec!r} (choose from {', '.join(TOOL_FAULTS)})")
+    raise ConfigError(f"unknown tool faults {spec!r} (choose from {', '.join(TOOL_FAULTS)})")
 
 
 def person_faults(spec: str) -> tuple[str, float]:
@@ -76,12 +78,12 @@ def person_faults(spec: str) -> tuple[str, float]:
     for kind in ("deny", "wrong"):
         if isinstance(spec, str) and spec.startswith(kind + ":"):
             return kind, _probability(spec, kind + ":")
-    raise ValueError(f"unknown person {spec!r} (choose from {', '.join(PERSON_FAULTS)})")
+    raise ConfigError(f"unknown person {spec!r} (choose from {', '.join(PERSON_FAULTS)})")
 
 
 def model(spec: str) -> str:
     if spec not in MODELS:
-        raise ValueError(f"unknown model {spec!r} (choose from {', '.join(MODELS)})")
+        raise ConfigError(f"unknown model {spec!r} (choose from {', '.join(MODELS)})")
     return spec
 
 
@@ -91,4 +93,4 @@ def tracker_fault(spec: str) -> tuple[str, int | None]:
         return spec, None
     if isinstance(spec, str) and spec.startswith("ttl:"):
         return "ttl", _number(spec, "ttl:", 1, MAX_TTL)
-    raise ValueError(f"unknown tracker fault {spec!r} (choose from {', '.join(TRACKER_FAULTS)})")
+    raise ConfigError(f"unknown tracker fault {spec!r} (choose from {', '.join(TRACKER_FAULTS)})")

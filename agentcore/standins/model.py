@@ -61,8 +61,9 @@ class ScriptedModel:
 
     __slots__ = ("job", "mode", "seed", "calls", "asked", "effect")
 
-    def __init__(self, job: Job, mode: str = "fixed", seed: int = 0,
-                 effect: Callable[[tuple[int, str]], object] | None = None) -> None:
+    def __init__(
+        self, job: Job, mode: str = "fixed", seed: int = 0, effect: Callable[[tuple[int, str]], object] | None = None
+    ) -> None:
         self.job = job
         self.mode = parse_model(mode)
         self.seed = seed
@@ -79,8 +80,11 @@ class ScriptedModel:
             return self.job.final
         ask = self.asked[(run, turn)]
         by_job_id = {job_call_id(cid): r for cid, r in results.items()}
-        fickle = self.mode == "fickle" and self.effect is not None and any(
-            self.effect((run, c.id)) is not None for c in self.job.turns[turn])
+        fickle = (
+            self.mode == "fickle"
+            and self.effect is not None
+            and any(self.effect((run, c.id)) is not None for c in self.job.turns[turn])
+        )
         calls: list[dict[str, Any]] = []
         for c in self.job.turns[turn]:
             args = resolve(c.args, by_job_id)
@@ -111,4 +115,3 @@ def _changed(args: dict[str, Any]) -> dict[str, Any]:
         if isinstance(args[name], str):
             return {**args, name: args[name] + CHANGED}
     return {**args, "note": CHANGED.strip(" ()")}
-

@@ -40,8 +40,9 @@ class Person(Protocol):
     avoidable: int
     prompts: int
 
-    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str,
-                      avoidable: bool = False) -> dict[str, Any] | None: ...
+    def did_it_happen(
+        self, origin: Origin, call: Call, key: str | None, why: str, avoidable: bool = False
+    ) -> dict[str, Any] | None: ...
 
     def approve(self, request_id: str, call: Call, origin: Origin) -> bool: ...
 
@@ -86,13 +87,15 @@ class ScriptedPerson(_Approver):
         self.kind, self.p = person_faults(faults)
         self.seed = seed
 
-    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str,
-                      avoidable: bool = False) -> dict[str, Any] | None:
+    def did_it_happen(
+        self, origin: Origin, call: Call, key: str | None, why: str, avoidable: bool = False
+    ) -> dict[str, Any] | None:
         """The call's answer if the person says it happened (read off the tracker), else None."""
         self._asked(avoidable)
         found = self.tracker.find(origin)
         lies = self.kind == "adversarial" or (
-            self.kind == "wrong" and chance("wrong", self.seed, *job_origin(origin), self.asks) < self.p)
+            self.kind == "wrong" and chance("wrong", self.seed, *job_origin(origin), self.asks) < self.p
+        )
         return said(self.tracker, origin, (found is not None) != lies)
 
     def denies(self, origin: Origin) -> bool:
@@ -132,25 +135,37 @@ class QueuePerson(_Approver):
     (for "answer truthfully" and for showing whether an answer was right), not the person's.
     """
 
-    def __init__(self, tracker: Tracker, answers: dict[str, bool] | None = None,
-                 log: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self, tracker: Tracker, answers: dict[str, bool] | None = None, log: list[tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(tracker)
         self.answers = dict(answers or {})
         self.log = log  # a scenario's timeline: the question, and the answer when there is one
 
-    def did_it_happen(self, origin: Origin, call: Call, key: str | None, why: str,
-                      avoidable: bool = False) -> dict[str, Any] | None:
+    def did_it_happen(
+        self, origin: Origin, call: Call, key: str | None, why: str, avoidable: bool = False
+    ) -> dict[str, Any] | None:
         self._asked(avoidable)
         qid = question_id(origin, self.asks)
         if self.log is not None:
             self.log.append(("question", f"waiting for a person: did {call.tool} {call.id} happen?"))
         if qid not in self.answers:
-            raise Suspended({"id": qid, "run": origin[0], "ask": self.asks,
-                             "call": {"id": call.id, "tool": call.tool, "args": call.args}, "key": key, "tried": why,
-                             "avoidable": avoidable, "truth": self.tracker.find(origin) is not None})
+            raise Suspended(
+                {
+                    "id": qid,
+                    "run": origin[0],
+                    "ask": self.asks,
+                    "call": {"id": call.id, "tool": call.tool, "args": call.args},
+                    "key": key,
+                    "tried": why,
+                    "avoidable": avoidable,
+                    "truth": self.tracker.find(origin) is not None,
+                }
+            )
         if self.log is not None:
-            self.log.append(("answer", "the person answered: " + ("it happened" if self.answers[qid]
-                                                                  else "it did not happen")))
+            self.log.append(
+                ("answer", "the person answered: " + ("it happened" if self.answers[qid] else "it did not happen"))
+            )
         return said(self.tracker, origin, self.answers[qid])
 
     def given(self) -> dict[str, bool]:

@@ -43,8 +43,9 @@ class ToolServer:
         self.attempts: Counter[Origin] = Counter()
         self.given_up: Counter[Origin] = Counter()  # the times the loop gave up on each call
 
-    def call(self, tool: Tool, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
-             detail: str) -> dict[str, Any]:
+    def call(
+        self, tool: Tool, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str
+    ) -> dict[str, Any]:
         if tool.read_only:
             return self.tracker.search(args)
         origin = job_origin(origin)

@@ -39,6 +39,7 @@ from collections import Counter
 from typing import Any
 
 from agentcore.crash import Hook, Kind
+from agentcore.errors import ConfigError
 from agentcore.standins.faults import tracker_fault
 from agentcore.standins.model import job_origin
 
@@ -52,13 +53,28 @@ class Refused(Exception):
 
 
 class Tracker:
-    __slots__ = ("mode", "fault", "effects", "answers", "next_issue", "next_comment", "labels", "log", "pending",
-                 "ttl", "strict", "requests", "stored", "params", "refused")
+    __slots__ = (
+        "mode",
+        "fault",
+        "effects",
+        "answers",
+        "next_issue",
+        "next_comment",
+        "labels",
+        "log",
+        "pending",
+        "ttl",
+        "strict",
+        "requests",
+        "stored",
+        "params",
+        "refused",
+    )
 
     def __init__(self, mode: str, fault: str = "none") -> None:
         if mode not in MODES:
-            raise ValueError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
-        kind, n = tracker_fault(fault)  # agentcore.standins.faults: raises ValueError for a fault it does not know
+            raise ConfigError(f"unknown tracker mode {mode!r} (choose from {', '.join(MODES)})")
+        kind, n = tracker_fault(fault)  # agentcore.standins.faults: raises ConfigError for a fault it does not know
         self.mode = mode
         self.fault = fault
         self.effects: list[dict[str, Any]] = []
@@ -75,8 +91,9 @@ class Tracker:
         self.params: dict[str, list[Any]] = {}  # key -> [op, args] of the request that stored it (strict-params)
         self.refused: list[list[Any]] = []  # origins whose last request was refused (strict-params)
 
-    def request(self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook,
-                detail: str) -> dict[str, Any]:
+    def request(
+        self, op: str, args: dict[str, Any], key: str | None, origin: Origin, hook: Hook, detail: str
+    ) -> dict[str, Any]:
         self._received()
         if key is not None and key in self.answers:  # a key is remembered in keyed and lookup mode
             if self.strict and self.params[key] != [op, args]:
@@ -151,8 +168,11 @@ class Tracker:
     def search(self, args: dict[str, Any]) -> dict[str, Any]:
         self._received()
         query = str(args.get("query", "")).lower()
-        found = [e["answer"]["number"] for e in self.effects
-                 if e["op"] == "create_issue" and query in str(e["args"].get("title", "")).lower()]
+        found = [
+            e["answer"]["number"]
+            for e in self.effects
+            if e["op"] == "create_issue" and query in str(e["args"].get("title", "")).lower()
+        ]
         return {"issues": found}
 
     def lookup(self, key: str) -> dict[str, Any] | None:
@@ -182,9 +202,14 @@ class Tracker:
 
     def snapshot(self) -> dict[str, Any]:
         """The records as stored; a tracker with a fault adds it, one that can crash its (synced) log."""
-        out = {"mode": self.mode, "effects": list(self.effects), "answers": dict(self.answers),
-               "next_issue": self.next_issue, "next_comment": self.next_comment,
-               "labels": [list(p) for p in self.labels]}
+        out = {
+            "mode": self.mode,
+            "effects": list(self.effects),
+            "answers": dict(self.answers),
+            "next_issue": self.next_issue,
+            "next_comment": self.next_comment,
+            "labels": [list(p) for p in self.labels],
+        }
         if self.fault != "none":
             out["fault"] = self.fault
         if self.fault == "crash":

@@ -20,44 +20,80 @@ from sweeps.request import LaunchRequest, launch_request, preset_configs
 
 
 class LaunchForm(forms.Form):
-    job = forms.ChoiceField(choices=[("triage", "the built-in triage job"), ("upload", "upload a job file (JSON)")],
-                            initial="triage", widget=forms.RadioSelect)
-    job_file = forms.FileField(required=False, label="job file",
-                               help_text=f"JSON, at most {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes")
+    job = forms.ChoiceField(
+        choices=[("triage", "the built-in triage job"), ("upload", "upload a job file (JSON)")],
+        initial="triage",
+        widget=forms.RadioSelect,
+    )
+    job_file = forms.FileField(
+        required=False, label="job file", help_text=f"JSON, at most {settings.SWEEPSITE_MAX_JOB_BYTES:,} bytes"
+    )
     preset = forms.ChoiceField(
-        choices=[("table", "the chapter's table (11 configurations)"),
-                 ("audit", f"one world of the audit: every design × every tracker mode ({len(DESIGNS) * len(MODES)} "
-                           "configurations) under the world chosen below, with rows and heatmaps (the audit runs 2 "
-                           "job runs in sequence: set runs to 2); the Audits page sweeps every world and gives "
-                           "the verdicts"),
-                 ("custom", "the designs × tracker modes chosen below")],
-        initial="table", widget=forms.RadioSelect)
-    designs = forms.MultipleChoiceField(choices=[(d.name, f"{d.name} ({d.title})") for d in DESIGNS.values()],
-                                        required=False, widget=forms.CheckboxSelectMultiple)
-    trackers = forms.MultipleChoiceField(choices=[(m, m) for m in MODES], required=False,
-                                         widget=forms.CheckboxSelectMultiple, label="tracker modes")
-    depth = forms.TypedChoiceField(choices=[(1, "1: crash once"), (2, "2: crash once, then again in the restart"),
-                                            (3, "3: and again in the second restart (scripted person)")],
-                                   coerce=int, initial=2)
-    runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=1,
-                              help_text=f"job runs in sequence (1 to {MAX_RUNS})")
-    person = forms.ChoiceField(choices=[(Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
-                                        (Sweep.Person.QUEUE, "the question queue (people answer here)")],
-                               initial=Sweep.Person.SCRIPTED)
+        choices=[
+            ("table", "the chapter's table (11 configurations)"),
+            (
+                "audit",
+                f"one world of the audit: every design × every tracker mode ({len(DESIGNS) * len(MODES)} "
+                "configurations) under the world chosen below, with rows and heatmaps (the audit runs 2 "
+                "job runs in sequence: set runs to 2); the Audits page sweeps every world and gives "
+                "the verdicts",
+            ),
+            ("custom", "the designs × tracker modes chosen below"),
+        ],
+        initial="table",
+        widget=forms.RadioSelect,
+    )
+    designs = forms.MultipleChoiceField(
+        choices=[(d.name, f"{d.name} ({d.title})") for d in DESIGNS.values()],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    trackers = forms.MultipleChoiceField(
+        choices=[(m, m) for m in MODES], required=False, widget=forms.CheckboxSelectMultiple, label="tracker modes"
+    )
+    depth = forms.TypedChoiceField(
+        choices=[
+            (1, "1: crash once"),
+            (2, "2: crash once, then again in the restart"),
+            (3, "3: and again in the second restart (scripted person)"),
+        ],
+        coerce=int,
+        initial=2,
+    )
+    runs = forms.IntegerField(
+        min_value=1, max_value=MAX_RUNS, initial=1, help_text=f"job runs in sequence (1 to {MAX_RUNS})"
+    )
+    person = forms.ChoiceField(
+        choices=[
+            (Sweep.Person.SCRIPTED, "scripted (answers from the tracker)"),
+            (Sweep.Person.QUEUE, "the question queue (people answer here)"),
+        ],
+        initial=Sweep.Person.SCRIPTED,
+    )
     # The conditions (agentcore.conditions), spelled as the command line spells them.
     locals().update(launch_fields())
-    name = forms.CharField(required=False, max_length=Sweep._meta.get_field("name").max_length, label="name",
-                           help_text="optional: your name for this sweep")
-    notes = forms.CharField(required=False, max_length=Sweep._meta.get_field("notes").max_length, label="notes",
-                            widget=forms.Textarea(attrs={"rows": 2}), strip=False,
-                            help_text="optional: what this sweep is for")
+    name = forms.CharField(
+        required=False,
+        max_length=Sweep._meta.get_field("name").max_length,
+        label="name",
+        help_text="optional: your name for this sweep",
+    )
+    notes = forms.CharField(
+        required=False,
+        max_length=Sweep._meta.get_field("notes").max_length,
+        label="notes",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        strip=False,
+        help_text="optional: what this sweep is for",
+    )
     request_token = forms.UUIDField(widget=forms.HiddenInput)
 
     def clean_job_file(self) -> Any:
         f = self.cleaned_data.get("job_file")
         if f is not None and f.size > settings.SWEEPSITE_MAX_JOB_BYTES:
             raise forms.ValidationError(
-                f"the file is {f.size:,} bytes; the limit is {settings.SWEEPSITE_MAX_JOB_BYTES:,}")
+                f"the file is {f.size:,} bytes; the limit is {settings.SWEEPSITE_MAX_JOB_BYTES:,}"
+            )
         return f
 
     def clean_request_token(self) -> str:
@@ -87,8 +123,11 @@ class LaunchForm(forms.Form):
             self.add_error("depth", DEPTH_3_PERSON)
         if data.get("job") == "triage" and data.get("job_file") is not None:
             # Never run the built-in job while the person believes their file is being swept.
-            self.add_error("job_file", "a job file was chosen, but \"the built-in triage job\" is selected: "
-                                       "choose \"upload a job file\" to sweep the file, or remove it")
+            self.add_error(
+                "job_file",
+                'a job file was chosen, but "the built-in triage job" is selected: '
+                'choose "upload a job file" to sweep the file, or remove it',
+            )
             return data
         if data.get("job") == "triage":
             source, name = builtin_job_source("triage"), "builtin:triage"
@@ -123,9 +162,17 @@ class LaunchForm(forms.Form):
         data = self.cleaned_data
         try:
             return launch_request(
-                job_source=data["job_source"], job=data["job_obj"], source_name=data["source_name"],
-                configs=preset_configs(data), depth=data["depth"], runs=data["runs"], person=data["person"],
-                name=data["name"], notes=data["notes"], **{c: data[c] for c in Conditions._fields})
+                job_source=data["job_source"],
+                job=data["job_obj"],
+                source_name=data["source_name"],
+                configs=preset_configs(data),
+                depth=data["depth"],
+                runs=data["runs"],
+                person=data["person"],
+                name=data["name"],
+                notes=data["notes"],
+                **{c: data[c] for c in Conditions._fields},
+            )
         except ValidationError as e:
             for message in e.messages:
                 self.add_error(None, message)
@@ -136,15 +183,19 @@ class AuditForm(forms.Form):
     """Launch an audit (agentcore.harness.audit): a built-in job or an uploaded one, designs, tracker modes
     and world models (default: all of them). The service checks the choices again."""
 
-    job = forms.ChoiceField(choices=[(name, f"built-in: {name}") for name in BUILTIN], initial="triage",
-                            required=False)
+    job = forms.ChoiceField(choices=[(name, f"built-in: {name}") for name in BUILTIN], initial="triage", required=False)
     job_file = forms.FileField(required=False, label="or a job file", help_text="replaces the built-in job")
-    designs = forms.MultipleChoiceField(choices=[(d, d) for d in DESIGNS], initial=list(DESIGNS),
-                                        widget=forms.CheckboxSelectMultiple)
-    trackers = forms.MultipleChoiceField(choices=[(m, m) for m in MODES], initial=list(MODES),
-                                         widget=forms.CheckboxSelectMultiple)
-    worlds = forms.MultipleChoiceField(choices=[(w.name, w.name) for w in _audit.WORLDS],
-                                       initial=[w.name for w in _audit.WORLDS], widget=forms.CheckboxSelectMultiple)
+    designs = forms.MultipleChoiceField(
+        choices=[(d, d) for d in DESIGNS], initial=list(DESIGNS), widget=forms.CheckboxSelectMultiple
+    )
+    trackers = forms.MultipleChoiceField(
+        choices=[(m, m) for m in MODES], initial=list(MODES), widget=forms.CheckboxSelectMultiple
+    )
+    worlds = forms.MultipleChoiceField(
+        choices=[(w.name, w.name) for w in _audit.WORLDS],
+        initial=[w.name for w in _audit.WORLDS],
+        widget=forms.CheckboxSelectMultiple,
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

@@ -16,8 +16,9 @@ YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 
 
 def _yes_no(label: str) -> forms.TypedChoiceField:
-    return forms.TypedChoiceField(label=label, choices=YES_NO, required=False, coerce=lambda v: v == "yes",
-                                  empty_value=None)
+    return forms.TypedChoiceField(
+        label=label, choices=YES_NO, required=False, coerce=lambda v: v == "yes", empty_value=None
+    )
 
 
 class ScenarioFilterForm(forms.Form):
@@ -26,13 +27,20 @@ class ScenarioFilterForm(forms.Form):
     config = forms.TypedChoiceField(choices=[], coerce=int, required=False, empty_value=None, label="configuration")
     design = forms.ChoiceField(choices=[("", "any")] + [(d, d) for d in DESIGNS], required=False, label="design")
     tracker = forms.ChoiceField(choices=[("", "any")] + [(m, m) for m in MODES], required=False, label="tracker")
-    first_kind = forms.ChoiceField(choices=[("", "any")] + [(k.value, k.value) for k in Kind], required=False,
-                                   label="first point kind")
+    first_kind = forms.ChoiceField(
+        choices=[("", "any")] + [(k.value, k.value) for k in Kind], required=False, label="first point kind"
+    )
     first_point = forms.IntegerField(min_value=1, max_value=MAX_POINT, required=False, label="first point")
-    second_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False, label="second point",
-                                      help_text="0: the once scenario")
-    third_point = forms.IntegerField(min_value=0, max_value=MAX_POINT, required=False, label="third point",
-                                     help_text="0: a once or twice scenario (depth 3)")
+    second_point = forms.IntegerField(
+        min_value=0, max_value=MAX_POINT, required=False, label="second point", help_text="0: the once scenario"
+    )
+    third_point = forms.IntegerField(
+        min_value=0,
+        max_value=MAX_POINT,
+        required=False,
+        label="third point",
+        help_text="0: a once or twice scenario (depth 3)",
+    )
     twice = _yes_no("twice")
     thrice = _yes_no("thrice")
     has_dups = _yes_no("has duplicates")
@@ -43,17 +51,34 @@ class ScenarioFilterForm(forms.Form):
     gave_up = _yes_no("gave up on a call")
     denied_ran = _yes_no("a denied call ran")
     avoidable = _yes_no("avoidable asks")
-    status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False,
-                               label="status")
+    status = forms.ChoiceField(choices=[("", "any")] + list(Scenario.Status.choices), required=False, label="status")
     # Not a filter: the metric whose sum over the listed scenarios the page states first (the table's
     # number that opened the list); kept through the filter form as a hidden field.
-    sum = forms.ChoiceField(choices=[("", "none")] + [(m, m) for m in METRICS], required=False,
-                            widget=forms.HiddenInput)
+    sum = forms.ChoiceField(
+        choices=[("", "none")] + [(m, m) for m in METRICS], required=False, widget=forms.HiddenInput
+    )
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
-    FILTERS = ("config", "design", "tracker", "first_kind", "first_point", "second_point", "third_point", "twice",
-               "thrice", "has_dups", "asked", "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran",
-               "avoidable", "status")
+    FILTERS = (
+        "config",
+        "design",
+        "tracker",
+        "first_kind",
+        "first_point",
+        "second_point",
+        "third_point",
+        "twice",
+        "thrice",
+        "has_dups",
+        "asked",
+        "missing",
+        "extra_calls",
+        "has_wrong",
+        "gave_up",
+        "denied_ran",
+        "avoidable",
+        "status",
+    )
     THIRD = ("third_point", "thrice")  # a depth-3 sweep's filters
 
     def __init__(self, *args: Any, sweep: Sweep, **kwargs: Any) -> None:
@@ -66,8 +91,7 @@ class ScenarioFilterForm(forms.Form):
 
     def filters(self) -> dict[str, Any]:
         """The cleaned filters (without the page), None for "any"."""
-        return {k: self.cleaned_data.get(k) for k in self.FILTERS
-                if self.cleaned_data.get(k) not in (None, "")}
+        return {k: self.cleaned_data.get(k) for k in self.FILTERS if self.cleaned_data.get(k) not in (None, "")}
 
 
 class HeatmapForm(forms.Form):
@@ -117,9 +141,13 @@ class PageForm(forms.Form):
 class QuestionListForm(forms.Form):
     status = forms.ChoiceField(choices=[("open", "open"), ("answered", "answered")], required=False)
     # Avoidable: a key or a lookup would have settled it (agentcore says so); necessary: nothing could.
-    need = forms.TypedChoiceField(choices=[("", "any"), ("necessary", "necessary"), ("avoidable", "avoidable")],
-                                  required=False, empty_value=None, coerce=lambda v: v == "avoidable",
-                                  label="questions")
+    need = forms.TypedChoiceField(
+        choices=[("", "any"), ("necessary", "necessary"), ("avoidable", "avoidable")],
+        required=False,
+        empty_value=None,
+        coerce=lambda v: v == "avoidable",
+        label="questions",
+    )
     page = forms.IntegerField(min_value=1, max_value=MAX_PAGE, required=False)
 
     def clean_status(self) -> str:
@@ -150,6 +178,7 @@ class BackForm(forms.Form):
 
 
 class AnswerForm(forms.Form):
-    happened = forms.TypedChoiceField(choices=[("yes", "it happened"), ("no", "it did not happen")],
-                                      coerce=lambda v: v == "yes")
+    happened = forms.TypedChoiceField(
+        choices=[("yes", "it happened"), ("no", "it did not happen")], coerce=lambda v: v == "yes"
+    )
     next = forms.CharField(required=False, max_length=MAX_URL_CHARS)

@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from agentcore import BUILTIN, CONDITIONS, MODES, VARIANTS
+from agentcore import BUILTIN, CONDITIONS, MODES, VARIANTS, ConfigError
 from sweeps.configs import Conditions, clean_conditions, design
 from sweeps.forms.fields import witness_fields
 from sweeps.limits import MAX_RUNS
@@ -33,7 +33,7 @@ class WitnessForm(forms.Form):
         name = self.cleaned_data["design"]
         try:
             design(name)
-        except ValueError as e:
+        except ConfigError as e:
             raise forms.ValidationError(str(e)) from None
         return name
 

@@ -8,12 +8,7 @@ question queues) and audits. Importers name this package (`from sweeps import se
 
 from __future__ import annotations
 
-from sweeps.selectors.audits import (
-    audit_job,
-    audit_list,
-    audit_report,
-    audit_subjects,
-)
+from sweeps.selectors.audits import audit_job, audit_list, audit_report, audit_subjects
 from sweeps.selectors.progress import (
     SweepState,
     measured_rate,

@@ -10,16 +10,18 @@ from django.utils import timezone
 import agentcore as agentaudit
 from agentcore import Job, ScenarioRecord, parse_job
 from sweeps.configs import design
-from sweeps.limits import (
-    RESUME_OFFER_SECONDS,
-)
+from sweeps.limits import RESUME_OFFER_SECONDS
 from sweeps.models import Audit, AuditUnit
 
 
 def _cell(u: AuditUnit) -> agentaudit.Cell:
-    return agentaudit.Cell(u.scenarios, u.breaks, u.expected, u.skipped,
-                           [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"]))
-                            for c in u.candidates])
+    return agentaudit.Cell(
+        u.scenarios,
+        u.breaks,
+        u.expected,
+        u.skipped,
+        [(-c["promise"], -c["seen"], c["variant"], ScenarioRecord.from_dict(c["record"])) for c in u.candidates],
+    )
 
 
 def audit_subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]:
@@ -42,8 +44,9 @@ def audit_subjects(a: Audit, units: list[AuditUnit]) -> list[agentaudit.Subject]
 
 def audit_list() -> QuerySet[Audit]:
     """Audits, newest first, with their units stored and in all."""
-    return Audit.objects.annotate(units_stored=Count("units", filter=Q(units__stored=True)),
-                                  units_total=Count("units")).order_by("-created_at")
+    return Audit.objects.annotate(
+        units_stored=Count("units", filter=Q(units__stored=True)), units_total=Count("units")
+    ).order_by("-created_at")
 
 
 def audit_job(audit_id: int) -> Job:
@@ -59,12 +62,24 @@ def audit_report(audit_id: int) -> dict[str, Any]:
     units = list(a.units.all())
     subs = audit_subjects(a, units)
     stored = sum(u.stored for u in units)
-    rows = [{"name": s.name, "cells": [s.cells[w].text if w in s.cells else "…" for w in a.worlds],
-             "verdict": agentaudit.verdict(s) if stored == len(units) else "",
-             "witness": (a.witnesses or {}).get(s.name)} for s in subs]
+    rows = [
+        {
+            "name": s.name,
+            "cells": [s.cells[w].text if w in s.cells else "…" for w in a.worlds],
+            "verdict": agentaudit.verdict(s) if stored == len(units) else "",
+            "witness": (a.witnesses or {}).get(s.name),
+        }
+        for s in subs
+    ]
     last = max([u.stored_at for u in units if u.stored_at] + [a.created_at])
     idle = (timezone.now() - last).total_seconds()
-    resumable = a.status == Audit.Status.FAILED or (
-        a.status == Audit.Status.RUNNING and idle >= RESUME_OFFER_SECONDS)
-    return {"audit": a, "stored": stored, "total": len(units), "worlds": a.worlds, "rows": rows,
-            "scenarios": sum(u.scenarios for u in units), "resumable": resumable}
+    resumable = a.status == Audit.Status.FAILED or (a.status == Audit.Status.RUNNING and idle >= RESUME_OFFER_SECONDS)
+    return {
+        "audit": a,
+        "stored": stored,
+        "total": len(units),
+        "worlds": a.worlds,
+        "rows": rows,
+        "scenarios": sum(u.scenarios for u in units),
+        "resumable": resumable,
+    }

@@ -10,23 +10,18 @@ from django.db.models import Count, F, Max, OuterRef, Q, QuerySet, Subquery, Sum
 from django.utils import timezone
 
 from sweeps import pagecache
-from sweeps.limits import (
-    DEFAULT_RATE,
-    ETA_MIN_SECONDS,
-    ETA_MIN_SHARE,
-    ETA_RANGE,
-    ETA_WINDOW,
-    RATE_SWEEPS,
-)
+from sweeps.limits import DEFAULT_RATE, ETA_MIN_SECONDS, ETA_MIN_SHARE, ETA_RANGE, ETA_WINDOW, RATE_SWEEPS
 from sweeps.models import Chunk, Question, Scenario, Sweep
 
 
 def sweep_list() -> QuerySet[Sweep]:
     """Sweeps, newest first, without the job text or cached table; with their stored chunk counts."""
     stored = Chunk.objects.filter(sweep=OuterRef("pk"), stored=True).order_by().values("sweep")
-    return (Sweep.objects.defer("job_source", "table")
-            .select_related("created_by")
-            .annotate(chunks_stored=Subquery(stored.annotate(n=Count("id")).values("n")[:1])))
+    return (
+        Sweep.objects.defer("job_source", "table")
+        .select_related("created_by")
+        .annotate(chunks_stored=Subquery(stored.annotate(n=Count("id")).values("n")[:1]))
+    )
 
 
 def measured_rate(*, depth: int, runs: int) -> tuple[float, int, str]:
@@ -36,10 +31,16 @@ def measured_rate(*, depth: int, runs: int) -> tuple[float, int, str]:
     about 3 times one of 1), else of this depth, else any; their scenarios over their seconds, launch
     to finish (a sweep cancelled and resumed counts its pause too). DEFAULT_RATE if none."""
     done = Sweep.objects.filter(status=Sweep.Status.DONE, person=Sweep.Person.SCRIPTED, finished_at__isnull=False)
-    for qs, which in ((done.filter(depth=depth, runs=runs), f"depth {depth}, {runs} run{'s' * (runs != 1)}"),
-                      (done.filter(depth=depth), f"depth {depth}"), (done, "any")):
-        rows = list(qs.order_by("-finished_at").annotate(n=Sum("chunks__scenarios"))
-                    .values_list("n", "created_at", "finished_at")[:RATE_SWEEPS])
+    for qs, which in (
+        (done.filter(depth=depth, runs=runs), f"depth {depth}, {runs} run{'s' * (runs != 1)}"),
+        (done.filter(depth=depth), f"depth {depth}"),
+        (done, "any"),
+    ):
+        rows = list(
+            qs.order_by("-finished_at")
+            .annotate(n=Sum("chunks__scenarios"))
+            .values_list("n", "created_at", "finished_at")[:RATE_SWEEPS]
+        )
         scenarios = sum(n or 0 for n, _, _ in rows)
         seconds = sum(max((end - start).total_seconds(), 0.001) for _, start, end in rows)
         if scenarios and seconds:
@@ -49,9 +50,11 @@ def measured_rate(*, depth: int, runs: int) -> tuple[float, int, str]:
 
 def sweep_contents(sweep: Sweep) -> dict[str, int]:
     """What deleting the sweep removes: its chunks, scenarios and questions, counted."""
-    return {"chunks": Chunk.objects.filter(sweep=sweep).count(),
-            "scenarios": Scenario.objects.filter(sweep=sweep).count(),
-            "questions": Question.objects.filter(sweep=sweep).count()}
+    return {
+        "chunks": Chunk.objects.filter(sweep=sweep).count(),
+        "scenarios": Scenario.objects.filter(sweep=sweep).count(),
+        "questions": Question.objects.filter(sweep=sweep).count(),
+    }
 
 
 class SweepState(NamedTuple):
@@ -86,10 +89,17 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
     eta = _eta(sweep, elapsed, now) if 0 < stored < total and sweep.status == Sweep.Status.RUNNING else None
     idle = max((now - (agg["last"] or sweep.created_at)).total_seconds(), 0.0)
     return {
-        "status": sweep.status, "error": sweep.error, "chunks_stored": stored, "total_chunks": total,
-        "percent": round(100 * stored / total, 1) if total else 0.0, "scenarios": scenarios,
-        "rate": round(rate, 1), "eta_seconds": eta and eta[1], "eta_range": eta and [eta[0], eta[2]],
-        "elapsed_seconds": round(elapsed, 1), "open_questions": open_questions,
+        "status": sweep.status,
+        "error": sweep.error,
+        "chunks_stored": stored,
+        "total_chunks": total,
+        "percent": round(100 * stored / total, 1) if total else 0.0,
+        "scenarios": scenarios,
+        "rate": round(rate, 1),
+        "eta_seconds": eta and eta[1],
+        "eta_range": eta and [eta[0], eta[2]],
+        "elapsed_seconds": round(elapsed, 1),
+        "open_questions": open_questions,
         "finished": sweep.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.CANCELLED),
         "idle_seconds": round(idle, 1),  # since the last chunk was stored (or the launch)
     }
@@ -97,10 +107,13 @@ def sweep_progress(sweep: Sweep, now: datetime | None = None) -> dict[str, Any]:
 
 def _progress_counts(sweep: Sweep) -> dict[str, Any]:
     """sweep_progress's reads: the chunks' counts and last store, the scenarios, the open questions."""
-    return {"chunks": Chunk.objects.filter(sweep=sweep).aggregate(
-                stored=Count("id", filter=Q(stored=True)), planned=Count("id"), last=Max("stored_at")),
-            "scenarios": Scenario.objects.filter(sweep=sweep).count(),
-            "open_questions": Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count()}
+    return {
+        "chunks": Chunk.objects.filter(sweep=sweep).aggregate(
+            stored=Count("id", filter=Q(stored=True)), planned=Count("id"), last=Max("stored_at")
+        ),
+        "scenarios": Scenario.objects.filter(sweep=sweep).count(),
+        "open_questions": Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).count(),
+    }
 
 
 def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, float] | None:
@@ -119,11 +132,21 @@ def _eta(sweep: Sweep, elapsed: float, now: datetime) -> tuple[float, float, flo
     recent = Q(stored=True, stored_at__gte=now - timedelta(seconds=window))
     squared = F("first_point") * F("first_point")
     # The first chunks only: a queue sweep's later chunks come with people's answers, not on a schedule.
-    rows = (Chunk.objects.filter(sweep=sweep, second_from=0).order_by().values("config")
-            .annotate(points=Max("first_point"), chunks=Count("id"), chunks_stored=Count("id", filter=Q(stored=True)),
-                      firsts_stored=Sum("first_point", filter=Q(stored=True)), chunks_recent=Count("id", filter=recent),
-                      firsts_recent=Sum("first_point", filter=recent),
-                      squares_stored=Sum(squared, filter=Q(stored=True)), squares_recent=Sum(squared, filter=recent)))
+    rows = (
+        Chunk.objects.filter(sweep=sweep, second_from=0)
+        .order_by()
+        .values("config")
+        .annotate(
+            points=Max("first_point"),
+            chunks=Count("id"),
+            chunks_stored=Count("id", filter=Q(stored=True)),
+            firsts_stored=Sum("first_point", filter=Q(stored=True)),
+            chunks_recent=Count("id", filter=recent),
+            firsts_recent=Sum("first_point", filter=recent),
+            squares_stored=Sum(squared, filter=Q(stored=True)),
+            squares_recent=Sum(squared, filter=recent),
+        )
+    )
     done = total = lately = 0
     for r in rows:
         n = r["points"]

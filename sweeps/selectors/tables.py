@@ -10,9 +10,7 @@ from django.db.models import Count, Q, Sum
 
 from agentcore import COLUMNS, DEPTH_COLUMNS, TableRow, records
 from sweeps import pagecache
-from sweeps.limits import (
-    COMPARE_CHOICES,
-)
+from sweeps.limits import COMPARE_CHOICES
 from sweeps.models import Question, Scenario, Sweep
 
 # Each table column (agentcore.records.COLUMNS, then thrice) as an aggregate over a configuration's
@@ -41,8 +39,10 @@ def sweep_table(sweep: Sweep) -> list[TableRow]:
     aggregates = {**_TABLE_AGGREGATES, **(_DEPTH_AGGREGATES if sweep.depth == 3 else {})}
     agg = Scenario.objects.filter(sweep=sweep).values("config").annotate(**aggregates)
     by_config = {a["config"]: a for a in agg}
-    return [TableRow(cfg["name"], **{c: by_config.get(i, {}).get(c) or 0 for c in aggregates})
-            for i, cfg in enumerate(sweep.configs)]
+    return [
+        TableRow(cfg["name"], **{c: by_config.get(i, {}).get(c) or 0 for c in aggregates})
+        for i, cfg in enumerate(sweep.configs)
+    ]
 
 
 def table_columns(*sweeps: Sweep) -> tuple[str, ...]:
@@ -50,7 +50,6 @@ def table_columns(*sweeps: Sweep) -> tuple[str, ...]:
     twice when one of them has depth 3 (agentcore.records.columns shows it when a row has some; a
     page shows it from the start, so that the live poll has its cells to fill)."""
     return records.columns(thrice=any(s.depth == 3 for s in sweeps))
-
 
 
 def sweep_table_rows(sweep: Sweep) -> list[TableRow]:
@@ -64,8 +63,14 @@ def waiting_by_config(sweep: Sweep) -> dict[int, int]:
     """How many scenarios of each configuration wait for a person. A waiting scenario has exactly
     one question not resumed (open, or answered and on its way to a worker), so this reads the
     questions (hundreds of rows), not the scenario rows (whose status no index covers)."""
-    return dict(Question.objects.filter(sweep=sweep).exclude(status=Question.Status.RESUMED).order_by()
-                .values("scenario__config").annotate(n=Count("id")).values_list("scenario__config", "n"))
+    return dict(
+        Question.objects.filter(sweep=sweep)
+        .exclude(status=Question.Status.RESUMED)
+        .order_by()
+        .values("scenario__config")
+        .annotate(n=Count("id"))
+        .values_list("scenario__config", "n")
+    )
 
 
 # The columns an answer can still change: a waiting scenario has not made its calls or its effects
@@ -87,20 +92,32 @@ def sweep_table_live(sweep: Sweep) -> dict[str, Any]:
 def _table_live(sweep: Sweep) -> dict[str, Any]:
     rows = sweep_table_rows(sweep)
     waiting = {} if sweep.status == Sweep.Status.DONE else waiting_by_config(sweep)
-    return {"partial": sweep.status != Sweep.Status.DONE, "waiting": sum(waiting.values()), "rows": [
-        {"name": row.name, "waiting": waiting.get(i, 0),
-         "values": {c: None if waiting.get(i) and c in ANSWER_DEPENDENT else getattr(row, c)
-                    for c in table_columns(sweep)}}
-        for i, row in enumerate(rows)]}
+    return {
+        "partial": sweep.status != Sweep.Status.DONE,
+        "waiting": sum(waiting.values()),
+        "rows": [
+            {
+                "name": row.name,
+                "waiting": waiting.get(i, 0),
+                "values": {
+                    c: None if waiting.get(i) and c in ANSWER_DEPENDENT else getattr(row, c)
+                    for c in table_columns(sweep)
+                },
+            }
+            for i, row in enumerate(rows)
+        ],
+    }
 
 
-def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow],
-                   columns: Sequence[str] = COLUMNS) -> list[dict[str, Any]]:
+def compare_tables(
+    rows_a: Sequence[TableRow], rows_b: Sequence[TableRow], columns: Sequence[str] = COLUMNS
+) -> list[dict[str, Any]]:
     """Two tables' rows matched by configuration name (the k-th row of a name in A with the k-th of
     that name in B): A's rows in A's order, then the rows only B has, in B's order. Each:
     {"name", "a": TableRow or None, "b": TableRow or None, "changed": bool,
      "cells": [{"column", "a", "b", "diff" (b - a, None unless both are numbers), "changed"}, ...]}
     in `columns` order. A row in only one table is "changed" (and its cells' other side is None)."""
+
     def keyed(rows: Sequence[TableRow]) -> list[tuple[tuple[str, int], TableRow]]:
         seen: dict[str, int] = {}
         out = []
@@ -121,10 +138,24 @@ def compare_tables(rows_a: Sequence[TableRow], rows_b: Sequence[TableRow],
             va, vb = getattr(a, col, None), getattr(b, col, None)
             both = isinstance(va, int) and isinstance(vb, int)
             # A number not final yet (None in a row both tables have) is no difference.
-            cells.append({"column": col, "a": va, "b": vb, "diff": vb - va if both else None,
-                          "changed": va != vb and (both or a is None or b is None)})
-        out.append({"name": (a or b).name, "a": a, "b": b, "cells": cells,
-                    "changed": a is None or b is None or any(c["changed"] for c in cells)})
+            cells.append(
+                {
+                    "column": col,
+                    "a": va,
+                    "b": vb,
+                    "diff": vb - va if both else None,
+                    "changed": va != vb and (both or a is None or b is None),
+                }
+            )
+        out.append(
+            {
+                "name": (a or b).name,
+                "a": a,
+                "b": b,
+                "cells": cells,
+                "changed": a is None or b is None or any(c["changed"] for c in cells),
+            }
+        )
     return out
 
 

@@ -11,6 +11,10 @@ Rules:
   transaction opened by a conditional UPDATE (`... WHERE stored = false`, a status edge taken by
   sweeps.models.take), so two workers racing on one chunk or one question store it once: the
   loser's UPDATE touches no row and it writes nothing.
+- Refusals are sweeps.errors': a BadRequest for input (a PlanTooBig for a sweep too big), an
+  UnusableState for a stored value a page cannot read. The broker's and the database's errors go up
+  as they are (the tasks and the watchdog retry on them; sweeps.errors.reaching says them for pages
+  and commands).
 - "Done" is read from the database (every chunk stored, no question left unresolved), never from
   a counter that a killed worker could leave wrong (lifecycle.sweep_finalize).
 - Tasks are enqueued with `transaction.on_commit` through workqueue.publish, by name: a worker never sees

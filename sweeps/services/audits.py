@@ -31,15 +31,15 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, F, Max, Q
 from django.utils import timezone
 
 import agentcore as agentaudit
-from agentcore import MODES, JobError, parse_job
+from agentcore import MODES, ConfigError, JobError, parse_job
 from sweeps import cost, replay, selectors
 from sweeps.configs import check, design
+from sweeps.errors import BadRequest
 from sweeps.limits import ERROR_CHARS, MAX_CHUNK_ATTEMPTS, MAX_JOB_BYTES
 from sweeps.models import Audit, AuditUnit, take
 from sweeps.services import recovery
@@ -52,67 +52,96 @@ def _job(job_source: str, source_name: str = "the job") -> Any:
     try:
         return parse_job(job_source, source_name)
     except JobError as e:
-        raise ValidationError(str(e)) from e
+        raise BadRequest(str(e)) from e
 
 
-def audit_create(*, user: Any, job_source: str, designs: list[str], trackers: list[str],
-                 worlds: list[str] | None = None, source_name: str = "the job") -> Audit:
+def audit_create(
+    *,
+    user: Any,
+    job_source: str,
+    designs: list[str],
+    trackers: list[str],
+    worlds: list[str] | None = None,
+    source_name: str = "the job",
+) -> Audit:
     """Check and store an audit and its units, and enqueue the units on commit. Raises
-    ValidationError (nothing stored) for a bad job, design, tracker mode or world model."""
-    check(isinstance(job_source, str) and 0 < len(job_source.encode()) <= MAX_JOB_BYTES,
-          f"the job must be JSON text of at most {MAX_JOB_BYTES} bytes")
+    BadRequest (nothing stored) for a bad job, design, tracker mode or world model."""
+    check(
+        isinstance(job_source, str) and 0 < len(job_source.encode()) <= MAX_JOB_BYTES,
+        f"the job must be JSON text of at most {MAX_JOB_BYTES} bytes",
+    )
     job = _job(job_source, source_name)
     check(bool(designs), "choose at least one design")
     check(bool(trackers), "choose at least one tracker mode")
     for name in designs:
         try:
             design(name)
-        except ValueError as e:
-            raise ValidationError(str(e)) from e
+        except ConfigError as e:
+            raise BadRequest(str(e)) from e
     bad = [t for t in trackers if t not in MODES]
     check(not bad, f"unknown tracker mode {', '.join(map(repr, bad))} (choose from {', '.join(MODES)})")
     names = [w.name for w in agentaudit.WORLDS] if worlds is None else list(worlds)
     check(bool(names), "choose at least one world model")
     try:
         chosen = {agentaudit.world(n).name for n in names}
-    except ValueError as e:
-        raise ValidationError(str(e)) from e
+    except ConfigError as e:
+        raise BadRequest(str(e)) from e
     ordered = [w.name for w in agentaudit.WORLDS if w.name in chosen]
     designs, trackers = list(dict.fromkeys(designs)), list(dict.fromkeys(trackers))
     with transaction.atomic():
-        a = Audit.objects.create(job_name=job.name, job_source=job_source, designs=designs, trackers=trackers,
-                                 worlds=ordered, created_by=user if getattr(user, "is_authenticated", False) else None)
+        a = Audit.objects.create(
+            job_name=job.name,
+            job_source=job_source,
+            designs=designs,
+            trackers=trackers,
+            worlds=ordered,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
         units = AuditUnit.objects.bulk_create(
-            [AuditUnit(audit=a, world=w, design=d, tracker=t) for w in ordered for d in designs for t in trackers])
+            [AuditUnit(audit=a, world=w, design=d, tracker=t) for w in ordered for d in designs for t in trackers]
+        )
         ids = [u.pk for u in units]
         transaction.on_commit(lambda: publish.audit_units_enqueue(a, ids))
     return a
 
 
 def _candidates(cell: agentaudit.Cell) -> list[dict[str, Any]]:
-    return [{"promise": -p, "seen": -s, "variant": i, "record": r.to_dict()}
-            for p, s, i, r in sorted(cell.candidates, reverse=True)]
+    return [
+        {"promise": -p, "seen": -s, "variant": i, "record": r.to_dict()}
+        for p, s, i, r in sorted(cell.candidates, reverse=True)
+    ]
 
 
 def audit_unit_run(*, unit_id: int) -> bool:
     """Sweep one unit and store its counts and candidates; False (a no-op) if it is stored already,
     gone, or its audit is not running. A unit past MAX_CHUNK_ATTEMPTS fails its audit."""
     claimed = AuditUnit.objects.filter(pk=unit_id, stored=False, audit__status=Audit.Status.RUNNING)
-    if not claimed.update(attempts=F("attempts") + 1, holder=leases.HOLDER, lease_until=leases.lease_until(),
-                          received=messages.receipt()):
+    if not claimed.update(
+        attempts=F("attempts") + 1, holder=leases.HOLDER, lease_until=leases.lease_until(), received=messages.receipt()
+    ):
         return False
     unit = AuditUnit.objects.select_related("audit").get(pk=unit_id)
     if unit.attempts > MAX_CHUNK_ATTEMPTS:
-        audit_failed(audit_id=unit.audit_id, error=f"unit {unit.world}, {unit.design}, {unit.tracker}: "
-                                                  f"{unit.attempts - 1} attempts did not finish")
+        audit_failed(
+            audit_id=unit.audit_id,
+            error=f"unit {unit.world}, {unit.design}, {unit.tracker}: {unit.attempts - 1} attempts did not finish",
+        )
         return False
     made, _ = agentaudit.variants(_job(unit.audit.job_source))
     cell = agentaudit.sweep_unit(made, design(unit.design), unit.tracker, agentaudit.world(unit.world))
     with transaction.atomic():
         won = AuditUnit.objects.filter(pk=unit_id, stored=False).update(
-            stored=True, scenarios=cell.scenarios, expected=cell.expected, breaks=cell.breaks,
-            ok=cell.scenarios - cell.expected - cell.breaks, skipped=cell.skipped, candidates=_candidates(cell),
-            stored_at=timezone.now(), holder="", lease_until=None)
+            stored=True,
+            scenarios=cell.scenarios,
+            expected=cell.expected,
+            breaks=cell.breaks,
+            ok=cell.scenarios - cell.expected - cell.breaks,
+            skipped=cell.skipped,
+            candidates=_candidates(cell),
+            stored_at=timezone.now(),
+            holder="",
+            lease_until=None,
+        )
     if won:
         audit_finish(audit_id=unit.audit_id)
     return bool(won)
@@ -159,12 +188,23 @@ def audit_finish(*, audit_id: int, site: str = "") -> bool:
             configs = agentaudit.unit_configs(made, s.design, s.tracker, w)
             wit = agentaudit.shortest(w, configs, names, s.cells[s.broken].candidates, site, a.pk)
             s.witness = wit
-            witnesses[s.name] = {"world": wit.world, "variant": wit.variant, "record": wit.record.to_dict(),
-                                 "events": len(wit.timeline), "needed": wit.needed,
-                                 **_witness_link(wit, configs[names.index(wit.variant)]),
-                                 "lines": agentaudit.witness_lines(wit)}
-    return take(Audit, audit_id, Audit.Status.DONE, sources=[Audit.Status.RUNNING], witnesses=witnesses,
-                finished_at=timezone.now())
+            witnesses[s.name] = {
+                "world": wit.world,
+                "variant": wit.variant,
+                "record": wit.record.to_dict(),
+                "events": len(wit.timeline),
+                "needed": wit.needed,
+                **_witness_link(wit, configs[names.index(wit.variant)]),
+                "lines": agentaudit.witness_lines(wit),
+            }
+    return take(
+        Audit,
+        audit_id,
+        Audit.Status.DONE,
+        sources=[Audit.Status.RUNNING],
+        witnesses=witnesses,
+        finished_at=timezone.now(),
+    )
 
 
 def audit_resume(*, audit_id: int, manual: bool = True) -> int:
@@ -203,13 +243,17 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
         rows = rows.filter(pk=audit_id)
     stalled = []
     for pk, last, unstored, leased in rows.annotate(
-            last=Max("units__stored_at"), unstored=Count("units", filter=Q(units__stored=False)),
-            leased=Max("units__lease_until", filter=Q(units__stored=False))).values_list("pk", "last", "unstored",
-                                                                                         "leased"):
+        last=Max("units__stored_at"),
+        unstored=Count("units", filter=Q(units__stored=False)),
+        leased=Max("units__lease_until", filter=Q(units__stored=False)),
+    ).values_list("pk", "last", "unstored", "leased"):
         # A lease live or ended within the period: a worker plays one of its units (a long one stores
         # nothing for a while) or its worker died just now (the lease rule's to queue again).
-        if (mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for or (last is not None and last >= cutoff)
-                or (leased is not None and leased >= cutoff)):
+        if (
+            mono - _AUTO_RESUMED.get(pk, -math.inf) < stalled_for
+            or (last is not None and last >= cutoff)
+            or (leased is not None and leased >= cutoff)
+        ):
             continue
         if unstored:
             stalled.append(pk)
@@ -228,11 +272,18 @@ def audits_resume_stalled(*, stalled_for: float, audit_id: int | None = None) ->
     return n
 
 
-def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None,
-               check_alive: Callable[[], None]) -> Audit:
+def audit_wait(audit_id: int, *, stalled_for: float, timeout: float | None, check_alive: Callable[[], None]) -> Audit:
     """Wait until the audit is done or failed, or `timeout` seconds have passed (`manage.py audit
     --wait`), running the watchdog's rules for audits as recovery.wait_for says; the audit as it is then."""
-    return recovery.wait_for(lambda: Audit.objects.get(pk=audit_id), lambda a: a.status != Audit.Status.RUNNING,
-                             lambda: (watchdog.audit_units_requeue_lapsed() + watchdog.audit_units_requeue_lost()
-                                      + audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)),
-                             stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+    return recovery.wait_for(
+        lambda: Audit.objects.get(pk=audit_id),
+        lambda a: a.status != Audit.Status.RUNNING,
+        lambda: (
+            watchdog.audit_units_requeue_lapsed()
+            + watchdog.audit_units_requeue_lost()
+            + audits_resume_stalled(stalled_for=stalled_for, audit_id=audit_id)
+        ),
+        stalled_for=stalled_for,
+        timeout=timeout,
+        check_alive=check_alive,
+    )

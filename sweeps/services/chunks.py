@@ -63,10 +63,17 @@ def _claim(chunk_ids: Sequence[int], *, fresh: bool = False) -> list[Claimed]:
         # Locked in ID order, as stores and resumes lock chunks: an UPDATE alone goes in the
         # planner's order, which could cross a resume's (a deadlock on PostgreSQL).
         targets = f"SELECT id FROM {table} WHERE id IN ({marks}) ORDER BY id FOR NO KEY UPDATE"
-    sql = (f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s, "
-           f"received = COALESCE(received, %s) WHERE id IN ({targets}) AND stored = %s")
-    params: list[Any] = [leases.HOLDER, conn.ops.adapt_datetimefield_value(leases.lease_until()), messages.now_us(),
-                         *ids, False]
+    sql = (
+        f"UPDATE {table} SET attempts = attempts + 1, holder = %s, lease_until = %s, "
+        f"received = COALESCE(received, %s) WHERE id IN ({targets}) AND stored = %s"
+    )
+    params: list[Any] = [
+        leases.HOLDER,
+        conn.ops.adapt_datetimefield_value(leases.lease_until()),
+        messages.now_us(),
+        *ids,
+        False,
+    ]
     if fresh:
         sql += f" AND NOT EXISTS (SELECT 1 FROM {table} WHERE id IN ({marks}) AND stored = %s AND attempts > 0)"
         params += [*ids, False]
@@ -84,18 +91,29 @@ def _mark_stored(chunk_id: int, scenarios: int, saves: int) -> bool:
     conn = transaction.get_connection()
     qn = conn.ops.quote_name
     with conn.cursor() as cur:
-        cur.execute(f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s, "
-                    f"holder = '', lease_until = NULL WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
-                    [True, scenarios, saves, conn.ops.adapt_datetimefield_value(timezone.now()), chunk_id, False,
-                     Sweep.Status.CANCELLED.value])
+        cur.execute(
+            f"UPDATE {qn(Chunk._meta.db_table)} SET stored = %s, scenarios = %s, saves = %s, stored_at = %s, "
+            f"holder = '', lease_until = NULL WHERE id = %s AND stored = %s AND {_NOT_CANCELLED}",
+            [
+                True,
+                scenarios,
+                saves,
+                conn.ops.adapt_datetimefield_value(timezone.now()),
+                chunk_id,
+                False,
+                Sweep.Status.CANCELLED.value,
+            ],
+        )
         return cur.rowcount == 1
 
 
 def _unstored(sweep_id: int) -> bool:
     conn = transaction.get_connection()
     with conn.cursor() as cur:
-        cur.execute(f"SELECT 1 FROM {conn.ops.quote_name(Chunk._meta.db_table)} WHERE sweep_id = %s AND stored = %s "
-                    "LIMIT 1", [sweep_id, False])
+        cur.execute(
+            f"SELECT 1 FROM {conn.ops.quote_name(Chunk._meta.db_table)} WHERE sweep_id = %s AND stored = %s LIMIT 1",
+            [sweep_id, False],
+        )
         return cur.fetchone() is not None
 
 
@@ -108,16 +126,20 @@ def _insert_scenarios(rows: list[tuple[Any, ...]]) -> None:
     conn = transaction.get_connection()
     qn = conn.ops.quote_name
     columns = ", ".join(qn(Scenario._meta.get_field(c).column) for c in SCENARIO_COLUMNS)
-    sql = (f"INSERT INTO {qn(Scenario._meta.db_table)} ({columns}) "
-           f"VALUES ({', '.join(['%s'] * len(SCENARIO_COLUMNS))}) ON CONFLICT DO NOTHING")
+    sql = (
+        f"INSERT INTO {qn(Scenario._meta.db_table)} ({columns}) "
+        f"VALUES ({', '.join(['%s'] * len(SCENARIO_COLUMNS))}) ON CONFLICT DO NOTHING"
+    )
     with conn.cursor() as cur:
         cur.executemany(sql, rows)
 
 
 def _json_values(r: Any, conn: Any) -> tuple[Any, ...]:
     """A record's timeline and effects as the ORM would store them (text, or the driver's JSON adapter)."""
-    return tuple(None if getattr(r, name) is None else
-                 Scenario._meta.get_field(name).get_db_prep_save(getattr(r, name), conn) for name in JSON_FIELDS)
+    return tuple(
+        None if getattr(r, name) is None else Scenario._meta.get_field(name).get_db_prep_save(getattr(r, name), conn)
+        for name in JSON_FIELDS
+    )
 
 
 def _truth(question: dict[str, Any], durable: dict[str, Any]) -> bool:
@@ -131,11 +153,18 @@ def _truth(question: dict[str, Any], durable: dict[str, Any]) -> bool:
 
 def new_question(sweep_id: int, scenario_id: int, question: dict[str, Any], durable: dict[str, Any]) -> Question:
     """An agentcore question and the durable state it waits with, as a Question row (not saved)."""
-    return Question(sweep_id=sweep_id, scenario_id=scenario_id, qid=str(question["id"])[:QID_CHARS],
-                    call=question["call"], key=(question.get("key") or "")[:KEY_CHARS],
-                    tried=question.get("tried") or "", durable=durable, truth=_truth(question, durable),
-                    # agentcore says whether a key or a lookup would have settled it (older ones did not: necessary)
-                    avoidable=question.get("avoidable") is True)
+    return Question(
+        sweep_id=sweep_id,
+        scenario_id=scenario_id,
+        qid=str(question["id"])[:QID_CHARS],
+        call=question["call"],
+        key=(question.get("key") or "")[:KEY_CHARS],
+        tried=question.get("tried") or "",
+        durable=durable,
+        truth=_truth(question, durable),
+        # agentcore says whether a key or a lookup would have settled it (older ones did not: necessary)
+        avoidable=question.get("avoidable") is True,
+    )
 
 
 def chunk_run(*, chunk_id: int) -> bool:
@@ -180,10 +209,17 @@ def _run_and_store(claimed: list[Claimed]) -> int:
         for c in claimed:
             # Timelines are kept only for waiting scenarios (their page needs them while they
             # wait); any other scenario's timeline is replayed on demand (scenario_timeline).
-            chunk = agentsweep.Chunk(c.config, c.first_point, c.kind, c.label, c.second_from, c.second_to,
-                                     answers.get(c.id) or {})
-            played.append((c.id, agentsweep.run_chunk(agent_config(sweep, c.config), chunk, sweep.depth,
-                                                      collect=sweep.person == Sweep.Person.QUEUE)))
+            chunk = agentsweep.Chunk(
+                c.config, c.first_point, c.kind, c.label, c.second_from, c.second_to, answers.get(c.id) or {}
+            )
+            played.append(
+                (
+                    c.id,
+                    agentsweep.run_chunk(
+                        agent_config(sweep, c.config), chunk, sweep.depth, collect=sweep.person == Sweep.Person.QUEUE
+                    ),
+                )
+            )
     finally:
         stored = _store(sweep_id, played) if played else 0
     if stored and not _unstored(sweep_id):
@@ -197,25 +233,38 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
     with transaction.atomic():
         # In ID order, as a resume locks them (recovery._requeue) and as another store of the same
         # chunks does (one queued again): none of them waits for another in a cycle.
-        won = [(c, res) for c, res in sorted(played, key=lambda p: p[0])
-               if _mark_stored(c, len(res.records), res.saves)]
+        won = [
+            (c, res) for c, res in sorted(played, key=lambda p: p[0]) if _mark_stored(c, len(res.records), res.saves)
+        ]
         rows = []
         conn = transaction.get_connection()
         for _, res in won:
             waiting = {i for i, _, _ in res.waiting}
-            rows += [record_row(sweep_id, res.config, r, _json_values(r, conn) if i in waiting else (None, None))
-                     for i, r in enumerate(res.records)]
+            rows += [
+                record_row(sweep_id, res.config, r, _json_values(r, conn) if i in waiting else (None, None))
+                for i, r in enumerate(res.records)
+            ]
         if rows:
             _insert_scenarios(rows)
         waiting = [res for _, res in won if res.waiting]
         if waiting:  # the new rows' IDs, in one read, for their questions
-            ids = {(c, f, s): pk for c, f, s, pk in Scenario.objects.filter(  # a queue sweep has depth 2 at most
-                sweep_id=sweep_id, third_point=0, config__in={res.config for res in waiting},
-                first_point__in={res.first for res in waiting},
-            ).values_list("config", "first_point", "second_point", "pk")}
+            ids = {
+                (c, f, s): pk
+                for c, f, s, pk in Scenario.objects.filter(  # a queue sweep has depth 2 at most
+                    sweep_id=sweep_id,
+                    third_point=0,
+                    config__in={res.config for res in waiting},
+                    first_point__in={res.first for res in waiting},
+                ).values_list("config", "first_point", "second_point", "pk")
+            }
             Question.objects.bulk_create(
-                [new_question(sweep_id, ids[res.config, res.first, res.records[i].second_point or 0], q, d)
-                 for res in waiting for i, q, d in res.waiting], ignore_conflicts=True)
+                [
+                    new_question(sweep_id, ids[res.config, res.first, res.records[i].second_point or 0], q, d)
+                    for res in waiting
+                    for i, q, d in res.waiting
+                ],
+                ignore_conflicts=True,
+            )
     return len(won)
 
 
@@ -224,11 +273,17 @@ def chunk_failed(*, chunk_id: int, error: str) -> None:
     chunk = Chunk.objects.filter(pk=chunk_id).first()
     if chunk is None or chunk.stored:
         return
-    msg = (f"chunk {chunk.pk} (configuration {chunk.config + 1}, first point {chunk.first_point}) failed: "
-           f"{error}"[:ERROR_CHARS])
+    msg = f"chunk {chunk.pk} (configuration {chunk.config + 1}, first point {chunk.first_point}) failed: {error}"[
+        :ERROR_CHARS
+    ]
     # A cancelled sweep stays cancelled: its chunks are skipped, never counted as failed.
-    take(Sweep, chunk.sweep_id, Sweep.Status.FAILED,
-         sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING, Sweep.Status.FAILED], error=msg)
+    take(
+        Sweep,
+        chunk.sweep_id,
+        Sweep.Status.FAILED,
+        sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING, Sweep.Status.FAILED],
+        error=msg,
+    )
 
 
 def chunks_failed(*, chunk_ids: Sequence[int], error: str) -> None:
@@ -244,9 +299,17 @@ def add_later_chunk(sweep: Sweep, chunk: agentsweep.Chunk) -> None:
     is stored, and enqueued on commit. The resume that makes it wins its question's conditional
     UPDATE first, and the chunk's identity is unique: a redelivered resume makes nothing twice."""
     row, made = Chunk.objects.get_or_create(
-        sweep_id=sweep.pk, config=chunk.config, first_point=chunk.first, second_from=chunk.second_from,
-        defaults={"kind": chunk.kind[:KIND_CHARS], "label": chunk.label[:LABEL_CHARS], "second_to": chunk.second_to,
-                  "answers": chunk.answers})
+        sweep_id=sweep.pk,
+        config=chunk.config,
+        first_point=chunk.first,
+        second_from=chunk.second_from,
+        defaults={
+            "kind": chunk.kind[:KIND_CHARS],
+            "label": chunk.label[:LABEL_CHARS],
+            "second_to": chunk.second_to,
+            "answers": chunk.answers,
+        },
+    )
     if not made:
         return
     Sweep.objects.filter(pk=sweep.pk).update(total_chunks=F("total_chunks") + 1)

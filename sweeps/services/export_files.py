@@ -83,8 +83,9 @@ def query_text(filters: Mapping[str, Any]) -> str:
 
 def export_find(*, sweep_id: int, fmt: str, filters: Mapping[str, Any]) -> Export | None:
     """The export of these rows as they are now, if it was asked for (a read: nothing is queued)."""
-    return Export.objects.filter(sweep_id=sweep_id, what=SCENARIOS, fmt=fmt, query=query_text(filters),
-                                 version=rows_version(sweep_id)).first()
+    return Export.objects.filter(
+        sweep_id=sweep_id, what=SCENARIOS, fmt=fmt, query=query_text(filters), version=rows_version(sweep_id)
+    ).first()
 
 
 def export_request(*, user: Any, sweep_id: int, fmt: str, filters: Mapping[str, Any]) -> Export:
@@ -92,14 +93,20 @@ def export_request(*, user: Any, sweep_id: int, fmt: str, filters: Mapping[str, 
     as they are now: found or made, and queued when made, lost or failed (see the rules)."""
     if fmt not in exports.ROW_FORMATS:
         raise ValueError(f"no scenario format {fmt!r}")
-    identity = {"sweep_id": sweep_id, "what": SCENARIOS, "fmt": fmt, "query": query_text(filters),
-                "version": rows_version(sweep_id)}
+    identity = {
+        "sweep_id": sweep_id,
+        "what": SCENARIOS,
+        "fmt": fmt,
+        "query": query_text(filters),
+        "version": rows_version(sweep_id),
+    }
     now = timezone.now()
     made = False
     try:
         with transaction.atomic():
             export = Export.objects.create(
-                **identity, beat_at=now, created_by=user if getattr(user, "is_authenticated", False) else None)
+                **identity, beat_at=now, created_by=user if getattr(user, "is_authenticated", False) else None
+            )
             made = True
             transaction.on_commit(lambda: _enqueue(export.pk))
     except IntegrityError:  # asked for already (a second click, or two at once): that one
@@ -109,11 +116,17 @@ def export_request(*, user: Any, sweep_id: int, fmt: str, filters: Mapping[str, 
         return export
     with transaction.atomic():
         lost = Q(beat_at__lt=now - timedelta(seconds=EXPORT_STALL_SECONDS)) | Q(beat_at__isnull=True)
-        again = (take(Export, export.pk, Export.Status.PENDING, sources=[Export.Status.FAILED], error="",
-                      beat_at=now, holder="")
-                 or take(Export, export.pk, Export.Status.PENDING, sources=[Export.Status.PENDING,
-                                                                            Export.Status.RUNNING],
-                         where=lost, beat_at=now, holder=""))
+        again = take(
+            Export, export.pk, Export.Status.PENDING, sources=[Export.Status.FAILED], error="", beat_at=now, holder=""
+        ) or take(
+            Export,
+            export.pk,
+            Export.Status.PENDING,
+            sources=[Export.Status.PENDING, Export.Status.RUNNING],
+            where=lost,
+            beat_at=now,
+            holder="",
+        )
         if again:
             transaction.on_commit(lambda: _enqueue(export.pk))
     export.refresh_from_db()
@@ -128,14 +141,21 @@ def _enqueue(export_id: int) -> None:
             publish.send(publish.EXPORT_BUILD, (export_id,), producer)
     except Exception as e:  # noqa: BLE001 - whatever the broker raised, the page says it and offers a retry
         log.exception("export %s: cannot enqueue its build", export_id)
-        export_failed(export_id=export_id, error=f"could not reach the task broker ({type(e).__name__}: {e}); "
-                                                 "ask again once it is back")
+        export_failed(
+            export_id=export_id,
+            error=f"could not reach the task broker ({type(e).__name__}: {e}); ask again once it is back",
+        )
 
 
 def _forget_older(export: Export) -> None:
     """Remove the older ready or failed exports of the same sweep, rows and filters, with their files."""
-    older = Export.objects.filter(sweep_id=export.sweep_id, what=export.what, fmt=export.fmt, query=export.query,
-                                  status__in=[Export.Status.READY, Export.Status.FAILED]).exclude(pk=export.pk)
+    older = Export.objects.filter(
+        sweep_id=export.sweep_id,
+        what=export.what,
+        fmt=export.fmt,
+        query=export.query,
+        status__in=[Export.Status.READY, Export.Status.FAILED],
+    ).exclude(pk=export.pk)
     for old in older:
         old.delete()  # its file goes after the commit (file_removed)
 
@@ -167,8 +187,18 @@ def export_build(*, export_id: int) -> bool:
     token = uuid.uuid4().hex
     now = timezone.now()
     live = Q(status=Export.Status.PENDING) | Q(beat_at__lt=now - timedelta(seconds=EXPORT_STALL_SECONDS))
-    if not take(Export, export_id, Export.Status.RUNNING, where=live, holder=token, attempts=F("attempts") + 1,
-                started_at=now, beat_at=now, rows_written=0, error=""):
+    if not take(
+        Export,
+        export_id,
+        Export.Status.RUNNING,
+        where=live,
+        holder=token,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        beat_at=now,
+        rows_written=0,
+        error="",
+    ):
         return False
     export = Export.objects.select_related("sweep").get(pk=export_id)
     sweep = export.sweep
@@ -189,9 +219,20 @@ def export_build(*, export_id: int) -> bool:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    ready = take(Export, export_id, Export.Status.READY, sources=[Export.Status.RUNNING], where=Q(holder=token),
-                 rows_written=written, rows_total=written, size=size, path=f"{FOLDER}/{final.name}",
-                 finished_at=timezone.now(), beat_at=timezone.now(), holder="")
+    ready = take(
+        Export,
+        export_id,
+        Export.Status.READY,
+        sources=[Export.Status.RUNNING],
+        where=Q(holder=token),
+        rows_written=written,
+        rows_total=written,
+        size=size,
+        path=f"{FOLDER}/{final.name}",
+        finished_at=timezone.now(),
+        beat_at=timezone.now(),
+        holder="",
+    )
     if not ready and not Export.objects.filter(pk=export_id).exists():  # deleted meanwhile (with its sweep)
         final.unlink(missing_ok=True)
     return ready
@@ -214,8 +255,9 @@ def _write(temp: Path, export_id: int, token: str, sweep: Sweep, fmt: str, filte
             out.write(piece)
             if count - told >= EXPORT_PROGRESS_ROWS:
                 told = count
-                if not Export.objects.filter(pk=export_id, holder=token).update(rows_written=count,
-                                                                                beat_at=timezone.now()):
+                if not Export.objects.filter(pk=export_id, holder=token).update(
+                    rows_written=count, beat_at=timezone.now()
+                ):
                     raise _TakenOver
         out.flush()
         os.fsync(out.fileno())

@@ -3,7 +3,9 @@ request, checked and planned once, is sweeps.request's; the checks are sweeps.co
 sweeps.plan's.)
 
 Rules:
-- Bad input, and a sweep too big to launch, store nothing (ValidationError).
+- Bad input (BadRequest), and a sweep too big to launch (PlanTooBig), store nothing (sweeps.errors).
+- The broker's and the database's errors are raised as they are (sweeps.errors.reaching turns them
+  into ServiceUnreachable where a page or a command calls).
 - A full disk while the sweep is stored rolls it back: nothing stored, the error as raised. A full
   disk while its tasks are queued, after the commit, leaves the sweep and its chunks stored with
   some tasks queued: StoredUnqueued says so, with what is stored, and the sweep is failed with that
@@ -20,6 +22,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 
 from sweeps import diskfull, selectors
 from sweeps.configs import check
+from sweeps.errors import SweepsiteError
 from sweeps.limits import KIND_CHARS, LABEL_CHARS, REQUEST_TOKEN_CHARS
 from sweeps.models import Chunk, Sweep, take
 from sweeps.request import LaunchRequest, launch_request
@@ -27,7 +30,7 @@ from sweeps.services import lifecycle
 from sweeps.workqueue import publish
 
 
-class StoredUnqueued(Exception):
+class StoredUnqueued(SweepsiteError):
     """The disk filled while a launch queued the stored sweep's tasks (see the rules); the message
     says what is stored and that it can be resumed."""
 
@@ -36,8 +39,9 @@ class StoredUnqueued(Exception):
         self.sweep_id = sweep_id
 
 
-def sweep_create(*, user: Any, request_token: str | None = None, asked: LaunchRequest | None = None,
-                 **settings: Any) -> Sweep:
+def sweep_create(
+    *, user: Any, request_token: str | None = None, asked: LaunchRequest | None = None, **settings: Any
+) -> Sweep:
     """Store the launch `asked` (sweeps.request.launch_request: checked and planned once) and its
     chunks, and enqueue their messages on commit (publish.deal). Without `asked`, the launch of
     `settings` (launch_request's keyword arguments: job_source, configs, depth, runs, person,
@@ -63,9 +67,17 @@ def sweep_create(*, user: Any, request_token: str | None = None, asked: LaunchRe
         with transaction.atomic():
             lifecycle.check_running_limit(owner_id)
             sweep = Sweep.objects.create(
-                job_name=asked.job.name, job_source=asked.job_source, configs=[dict(c) for c in asked.configs],
-                depth=asked.depth, runs=asked.runs, person=asked.person, created_by_id=owner_id,
-                request_token=request_token, total_chunks=len(asked.chunks), name=asked.name, notes=asked.notes,
+                job_name=asked.job.name,
+                job_source=asked.job_source,
+                configs=[dict(c) for c in asked.configs],
+                depth=asked.depth,
+                runs=asked.runs,
+                person=asked.person,
+                created_by_id=owner_id,
+                request_token=request_token,
+                total_chunks=len(asked.chunks),
+                name=asked.name,
+                notes=asked.notes,
                 **asked.conditions._asdict(),
             )
             ids = _store_chunks(sweep, asked.chunks)
@@ -91,8 +103,10 @@ def _enqueue(sweep: Sweep, ids: list[int]) -> None:
 def _stored_unqueued(sweep: Sweep, e: BaseException) -> StoredUnqueued:
     """Fail the sweep with the disk's reason if the database can write it; what is stored, said."""
     why = diskfull.reason(e)
-    error = (f"the disk filled while its tasks were queued ({why}); {diskfull.ADVICE}, then resume it: "
-             "what is stored is kept")
+    error = (
+        f"the disk filled while its tasks were queued ({why}); {diskfull.ADVICE}, then resume it: "
+        "what is stored is kept"
+    )
     try:
         if not take(Sweep, sweep.pk, Sweep.Status.FAILED, sources=[Sweep.Status.RUNNING], error=error):
             Sweep.objects.filter(pk=sweep.pk, status=Sweep.Status.FAILED).update(error=error)
@@ -101,22 +115,35 @@ def _stored_unqueued(sweep: Sweep, e: BaseException) -> StoredUnqueued:
         failed = False
     try:
         progress = selectors.sweep_progress(sweep)
-        stored = (f"{progress['chunks_stored']:,} of its {progress['total_chunks']:,} chunks done so far "
-                  f"({progress['scenarios']:,} scenario rows)")
+        stored = (
+            f"{progress['chunks_stored']:,} of its {progress['total_chunks']:,} chunks done so far "
+            f"({progress['scenarios']:,} scenario rows)"
+        )
     except DatabaseError:
         stored = f"its {sweep.total_chunks:,} chunks"
-    state = ("and failed, as not all of its tasks could be queued" if failed else
-             "but not all of its tasks could be queued (nor could it be marked failed: the stall watchdog "
-             "queues the missing chunks again once it can)")
-    return StoredUnqueued(sweep.pk, f"the disk is full ({why}): sweep {sweep.pk} is stored with {stored}, {state}; "
-                                    f"{diskfull.ADVICE}, then resume it from its page (what is stored is kept)")
+    state = (
+        "and failed, as not all of its tasks could be queued"
+        if failed
+        else "but not all of its tasks could be queued (nor could it be marked failed: the stall watchdog "
+        "queues the missing chunks again once it can)"
+    )
+    return StoredUnqueued(
+        sweep.pk,
+        f"the disk is full ({why}): sweep {sweep.pk} is stored with {stored}, {state}; "
+        f"{diskfull.ADVICE}, then resume it from its page (what is stored is kept)",
+    )
 
 
 def _store_chunks(sweep: Sweep, plan: Sequence[Any]) -> list[int]:
     """Store the planned chunks; their IDs (publish.chunk_costs weighs them, publish.deal deals them)."""
     chunks = Chunk.objects.bulk_create(
-        [Chunk(sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS],
-               label=c.label[:LABEL_CHARS]) for c in plan])
+        [
+            Chunk(
+                sweep=sweep, config=c.config, first_point=c.first, kind=c.kind[:KIND_CHARS], label=c.label[:LABEL_CHARS]
+            )
+            for c in plan
+        ]
+    )
     ids = [c.pk for c in chunks]
     if None in ids:  # a backend that does not return keys from bulk inserts: read them
         ids = list(Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True))

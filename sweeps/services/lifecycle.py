@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from sweeps import selectors
 from sweeps.configs import clean_name_notes
+from sweeps.errors import BadRequest
 from sweeps.models import Chunk, Question, Scenario, Sweep, take
 
 
@@ -44,8 +44,13 @@ def sweep_cancel(*, sweep_id: int) -> bool:
     a chunk playing at that moment is not stored (chunks._mark_stored), answered questions wait, and
     the stall watchdog leaves it alone; the rows stored before stay. `sweep_resume` goes on from
     there."""
-    return take(Sweep, sweep_id, Sweep.Status.CANCELLED, sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING],
-                finished_at=timezone.now())
+    return take(
+        Sweep,
+        sweep_id,
+        Sweep.Status.CANCELLED,
+        sources=[Sweep.Status.RUNNING, Sweep.Status.WAITING],
+        finished_at=timezone.now(),
+    )
 
 
 def sweep_delete(*, sweep_id: int) -> dict[str, int]:
@@ -64,8 +69,7 @@ def sweep_delete(*, sweep_id: int) -> dict[str, int]:
         questions = Question.objects.filter(sweep_id=sweep_id).delete()[0]
         conn = transaction.get_connection()
         with conn.cursor() as cur:
-            cur.execute(f"DELETE FROM {conn.ops.quote_name(Scenario._meta.db_table)} WHERE sweep_id = %s",
-                        [sweep_id])
+            cur.execute(f"DELETE FROM {conn.ops.quote_name(Scenario._meta.db_table)} WHERE sweep_id = %s", [sweep_id])
             scenarios = cur.rowcount
         chunks = Chunk.objects.filter(sweep_id=sweep_id).delete()[0]
         Sweep.objects.filter(pk=sweep_id).delete()
@@ -83,7 +87,7 @@ UNFINISHED = (Sweep.Status.RUNNING, Sweep.Status.WAITING)
 
 
 def check_running_limit(owner_id: int | None) -> None:
-    """Refuse (ValidationError) one more unfinished sweep for its owner when the owner has
+    """Refuse (BadRequest) one more unfinished sweep for its owner when the owner has
     settings.SWEEPSITE_MAX_RUNNING unfinished (running or waiting for answers) already; a sweep
     with no owner, or a limit of 0, is never refused. Call it inside the transaction that makes
     the sweep unfinished: it locks the owner's row first, so two launches at once count each other
@@ -96,6 +100,7 @@ def check_running_limit(owner_id: int | None) -> None:
         return
     n = Sweep.objects.filter(created_by_id=owner_id, status__in=UNFINISHED).count()
     if n >= limit:
-        raise ValidationError(
+        raise BadRequest(
             f"{owner.get_username()} has {n} unfinished sweep{'s' * (n != 1)} (running or waiting for answers), "
-            f"the most one user may have at once ({limit}): wait for one to finish or cancel one, then try again")
+            f"the most one user may have at once ({limit}): wait for one to finish or cancel one, then try again"
+        )

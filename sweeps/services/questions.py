@@ -23,8 +23,14 @@ def question_answer(*, question_id: int, user: Any, happened: bool) -> tuple[Que
     (the first answer is kept). The first answer enqueues the scenario's resume on commit."""
     with transaction.atomic():
         question = Question.objects.select_for_update().get(pk=question_id)
-        won = take(Question, question_id, Question.Status.ANSWERED, answer=bool(happened),
-                   answered_by=user if getattr(user, "pk", None) else None, answered_at=timezone.now())
+        won = take(
+            Question,
+            question_id,
+            Question.Status.ANSWERED,
+            answer=bool(happened),
+            answered_by=user if getattr(user, "pk", None) else None,
+            answered_at=timezone.now(),
+        )
         question.refresh_from_db()
         if won:
             sweep = Sweep(pk=question.sweep_id)  # enqueue needs its ID only, not the job's text
@@ -36,8 +42,11 @@ def questions_answer_truthfully(*, sweep_id: int, user: Any) -> int:
     """Answer every open question of the sweep with what the tracker's records say, in one
     transaction (two UPDATEs: the "it happened" ones and the others) and one publish; how many."""
     with transaction.atomic():
-        rows = list(Question.objects.select_for_update().filter(sweep_id=sweep_id, status=Question.Status.OPEN)
-                    .values_list("pk", "truth"))
+        rows = list(
+            Question.objects.select_for_update()
+            .filter(sweep_id=sweep_id, status=Question.Status.OPEN)
+            .values_list("pk", "truth")
+        )
         now, who = timezone.now(), user if getattr(user, "pk", None) else None
         for happened in (True, False):
             pks = [pk for pk, truth in rows if bool(truth) == happened]
@@ -62,11 +71,15 @@ def _resumed(q: Question) -> agentsweep.Resumed:
     name = f"question {q.pk} (scenario {sc.pk})"
     try:
         durable = check_durable(q.durable, name)
-        return agentsweep.resume(agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)}, *_points(sc),
-                                 depth=sweep.depth)
+        return agentsweep.resume(
+            agent_config(sweep, sc.config), durable, {q.qid: bool(q.answer)}, *_points(sc), depth=sweep.depth
+        )
     except (CheckpointError, KeyError, TypeError, ValueError, AttributeError) as e:
-        err = e if isinstance(e, CheckpointError) else CheckpointError(f"{name}: stored durable state is unusable "
-                                                                        f"({type(e).__name__}: {e})")
+        err = (
+            e
+            if isinstance(e, CheckpointError)
+            else CheckpointError(f"{name}: stored durable state is unusable ({type(e).__name__}: {e})")
+        )
         Sweep.objects.filter(pk=sweep.pk).update(error=str(err)[:ERROR_CHARS])
         raise err from None
 
@@ -89,11 +102,19 @@ def question_resume(*, question_id: int) -> bool:
         if not take(Question, q.pk, Question.Status.RESUMED):
             transaction.set_rollback(True)
             return False
-        take(Scenario, sc.pk, record.status, sources=[Scenario.Status.WAITING], **outcome(record),
-             timeline=record.timeline, effects=record.effects)
+        take(
+            Scenario,
+            sc.pk,
+            record.status,
+            sources=[Scenario.Status.WAITING],
+            **outcome(record),
+            timeline=record.timeline,
+            effects=record.effects,
+        )
         if record.status == "waiting" and played.question is not None and played.durable is not None:
-            Question.objects.bulk_create([chunks.new_question(sweep.pk, sc.pk, played.question, played.durable)],
-                                         ignore_conflicts=True)
+            Question.objects.bulk_create(
+                [chunks.new_question(sweep.pk, sc.pk, played.question, played.durable)], ignore_conflicts=True
+            )
         later = resumed.chunk(sc.config)
         if later is not None:
             chunks.add_later_chunk(sweep, later)

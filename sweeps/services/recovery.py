@@ -57,8 +57,9 @@ def sweep_resume(*, sweep_id: int, limit: bool = False) -> int:
     return sum(map(len, _requeue(sweep_id, manual=True, limit=limit)))
 
 
-def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
-             limit: bool = False) -> tuple[list[int], list[int]]:
+def _requeue(
+    sweep_id: int, *, manual: bool, answered_before: Any = None, limit: bool = False
+) -> tuple[list[int], list[int]]:
     """Queue again a sweep's unstored chunks and its answered questions; (chunk IDs, question IDs)."""
     with transaction.atomic():
         # FOR NO KEY UPDATE: a status change's lock. A store in progress INSERTs rows that reference
@@ -71,8 +72,12 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
             return [], []  # failed (a chunk that keeps failing) or done since the watchdog looked
         # Locked in ID order, as a store locks its chunks: an UPDATE goes in the planner's order,
         # which crossed a store's (a deadlock on PostgreSQL). A chunk stored meanwhile drops out.
-        chunk_ids = list(Chunk.objects.filter(sweep_id=sweep_id, stored=False).select_for_update(no_key=True)
-                         .order_by("pk").values_list("pk", flat=True))
+        chunk_ids = list(
+            Chunk.objects.filter(sweep_id=sweep_id, stored=False)
+            .select_for_update(no_key=True)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         questions = Question.objects.filter(sweep_id=sweep_id, status=Question.Status.ANSWERED)
         if answered_before is not None:
             questions = questions.filter(answered_at__lt=answered_before)
@@ -84,8 +89,9 @@ def _requeue(sweep_id: int, *, manual: bool, answered_before: Any = None,
         if manual and sweep.status == Sweep.Status.CANCELLED:
             take(Sweep, sweep_id, Sweep.Status.RUNNING, sources=[Sweep.Status.CANCELLED], error="", finished_at=None)
         if chunk_ids or question_ids:
-            transaction.on_commit(lambda: publish.enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids,
-                                                          fail_sweep=manual))
+            transaction.on_commit(
+                lambda: publish.enqueue(sweep, chunk_ids=chunk_ids, question_ids=question_ids, fail_sweep=manual)
+            )
     if not chunk_ids and not question_ids:
         lifecycle.sweep_finalize(sweep_id=sweep_id)
     return chunk_ids, question_ids
@@ -160,34 +166,62 @@ def sweeps_resume_stalled(*, stalled_for: float, sweep_id: int | None = None) ->
         _AUTO_RESUMED[pk] = mono
         k = len(chunk_ids) + len(question_ids)
         if k:  # named, as the lease rule names what it queues: which work a lost message held
-            log.warning("sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
-                        "answer(s) queued again: chunks %s; answers %s", pk, stalled_for, k,
-                        " ".join(map(str, chunk_ids)) or "none", " ".join(map(str, question_ids)) or "none")
+            log.warning(
+                "sweep %s: nothing stored for %g s and the queue is empty: %d missing chunk(s) and "
+                "answer(s) queued again: chunks %s; answers %s",
+                pk,
+                stalled_for,
+                k,
+                " ".join(map(str, chunk_ids)) or "none",
+                " ".join(map(str, question_ids)) or "none",
+            )
         n += k
     return n
 
 
-def sweep_wait(sweep_id: int, *, stalled_for: float, timeout: float | None,
-               on_progress: Callable[[int], None], check_alive: Callable[[], None]) -> selectors.SweepState:
+def sweep_wait(
+    sweep_id: int,
+    *,
+    stalled_for: float,
+    timeout: float | None,
+    on_progress: Callable[[int], None],
+    check_alive: Callable[[], None],
+) -> selectors.SweepState:
     """Wait until the sweep is done, failed or waiting for answers, or `timeout` seconds have passed
     (`manage.py sweep`): its state, read from the database every POLL_SECONDS and given to
     `on_progress` (chunks stored); `check_alive` raises if the workers it relies on are gone. While
     it waits it runs the stall watchdog for this sweep every quarter of `stalled_for` (the workers
     run one too; `make run`'s may have it off): chunks whose messages were lost are queued again.
     Only when no worker leads the watchdog: this command then takes the leader lease for the round."""
+
     def read() -> selectors.SweepState:
         state = selectors.sweep_state(sweep_id)
         on_progress(state.chunks_stored)
         return state
 
-    return wait_for(read, lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
-                    lambda: (watchdog.chunks_requeue_lapsed() + watchdog.chunks_requeue_lost()
-                             + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)),
-                    stalled_for=stalled_for, timeout=timeout, check_alive=check_alive)
+    return wait_for(
+        read,
+        lambda s: s.status in (Sweep.Status.DONE, Sweep.Status.FAILED, Sweep.Status.WAITING),
+        lambda: (
+            watchdog.chunks_requeue_lapsed()
+            + watchdog.chunks_requeue_lost()
+            + sweeps_resume_stalled(stalled_for=stalled_for, sweep_id=sweep_id)
+        ),
+        stalled_for=stalled_for,
+        timeout=timeout,
+        check_alive=check_alive,
+    )
 
 
-def wait_for(read: Callable[[], T], finished: Callable[[T], bool], watch: Callable[[], Any], *, stalled_for: float,
-             timeout: float | None, check_alive: Callable[[], None]) -> T:
+def wait_for(
+    read: Callable[[], T],
+    finished: Callable[[T], bool],
+    watch: Callable[[], Any],
+    *,
+    stalled_for: float,
+    timeout: float | None,
+    check_alive: Callable[[], None],
+) -> T:
     """`read()` every POLL_SECONDS until `finished` says so or `timeout` seconds have passed (the last
     value read); `check_alive` raises if the workers are gone; `watch` (the watchdog's lease and stall
     rules) runs after `stalled_for` seconds, then every quarter of it, only when no worker leads the

@@ -12,7 +12,8 @@ def scenario_timeline(*, scenario_id: int) -> list[dict[str, Any]]:
     """The scenario's timeline: stored, or replayed (deterministic) and stored.
 
     A waiting scenario's stored durable state is checked first: a corrupt one raises
-    CheckpointError with a message fit for its page."""
+    UnusableDurable (sweeps.errors: an UnusableState, a CheckpointError too) with a message fit for
+    its page; a stored sweep agentcore no longer plays raises UnusableState (sweeps.replay)."""
     sc = Scenario.objects.select_related("sweep").get(pk=scenario_id)
     check_pending_durables(sc)
     if sc.timeline is not None:

@@ -13,12 +13,7 @@ from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import InvalidPage, Paginator
-from django.http import (
-    Http404,
-    HttpRequest,
-    HttpResponse,
-    HttpResponseBase,
-)
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -26,10 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from agentcore import COLUMNS
 from agentcore import TABLE_TITLES as TITLES
 from sweeps import roles, selectors
-from sweeps.forms.lists import (
-    BackForm,
-    ScenarioFilterForm,
-)
+from sweeps.forms.lists import BackForm, ScenarioFilterForm
 from sweeps.limits import MAX_SYNC_EXPORT_ROWS
 from sweeps.models import Sweep
 
@@ -37,6 +29,7 @@ View = Callable[..., HttpResponseBase]
 
 
 log = logging.getLogger(__name__)
+
 
 # The table's header on the sweep and compare pages: the configuration, then every column in
 # agentcore's titles. The pages show every column (text and Markdown hide the ones no row has): a
@@ -87,9 +80,12 @@ def too_many_rows(request: HttpRequest, rows: int) -> HttpResponse | None:
     """The 413 page if a table to export in the request has more rows than MAX_SYNC_EXPORT_ROWS."""
     if rows <= MAX_SYNC_EXPORT_ROWS:
         return None
-    return render(request, "sweeps/bad_request.html", {
-        "title": "Too large", "message": f"{rows} rows: more than the {MAX_SYNC_EXPORT_ROWS} exported in a request"},
-        status=413)
+    return render(
+        request,
+        "sweeps/bad_request.html",
+        {"title": "Too large", "message": f"{rows} rows: more than the {MAX_SYNC_EXPORT_ROWS} exported in a request"},
+        status=413,
+    )
 
 
 def sweep_or_404(sweep_id: int) -> Sweep:
@@ -114,8 +110,13 @@ def page_or_none(paginator: Paginator, number: int | None) -> Any:
 def next_url(request: HttpRequest, candidate: str | None, fallback: str) -> str:
     """`next` if it is a path on this site ("/..."), else the fallback. (A bare word would be taken
     for a URL name by redirect(), a relative path would depend on the current URL.)"""
-    if candidate and candidate.startswith("/") and url_has_allowed_host_and_scheme(
-            candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if (
+        candidate
+        and candidate.startswith("/")
+        and url_has_allowed_host_and_scheme(
+            candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+    ):
         return candidate
     return fallback
 

@@ -27,15 +27,22 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             d = form.cleaned_data
             try:
-                a = audits.audit_create(user=request.user, job_source=d["job_source"], designs=d["designs"],
-                                        trackers=d["trackers"], worlds=d["worlds"], source_name=d["source_name"])
+                a = audits.audit_create(
+                    user=request.user,
+                    job_source=d["job_source"],
+                    designs=d["designs"],
+                    trackers=d["trackers"],
+                    worlds=d["worlds"],
+                    source_name=d["source_name"],
+                )
             except ValidationError as e:
                 form.add_error(None, e)
             else:
                 return redirect("sweeps:audit", audit_id=a.pk)
     status = 400 if form is not None and form.is_bound and form.errors else 200
-    return render(request, "sweeps/audit_list.html", {"form": form, "audits": selectors.audit_list()[:100]},
-                  status=status)
+    return render(
+        request, "sweeps/audit_list.html", {"form": form, "audits": selectors.audit_list()[:100]}, status=status
+    )
 
 
 @require_safe

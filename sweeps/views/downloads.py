@@ -18,13 +18,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from django.http import (
-    FileResponse,
-    Http404,
-    HttpRequest,
-    HttpResponse,
-    HttpResponseBase,
-)
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -35,13 +29,7 @@ from sweeps.configs import conditions_of
 from sweeps.limits import EXPORT_REFRESH_SECONDS, EXPORT_STALL_SECONDS
 from sweeps.models import Export, Sweep
 from sweeps.services import export_files
-from sweeps.views._common import (
-    bad_request,
-    filter_form,
-    sweep_or_404,
-    too_many_rows,
-    viewer_access,
-)
+from sweeps.views._common import bad_request, filter_form, sweep_or_404, too_many_rows, viewer_access
 
 
 @require_safe
@@ -52,12 +40,21 @@ def export_table(request: HttpRequest, sweep_id: int, fmt: str) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
     if sweep.status != Sweep.Status.DONE:  # a file would show partial counts as the table
         waiting = sum(selectors.waiting_by_config(sweep).values())
-        why = f"{waiting} scenario{pluralize(waiting)} wait{pluralize(waiting, 's,')} for an answer" if waiting else (
-            "its counts grow until every chunk is stored")
-        return render(request, "sweeps/bad_request.html", {
-            "title": "Not final yet",
-            "message": f"sweep {sweep.pk} is {sweep.status}: its table is not final ({why}); export it once the "
-                       "sweep is done. The scenario rows can be exported now."}, status=409)
+        why = (
+            f"{waiting} scenario{pluralize(waiting)} wait{pluralize(waiting, 's,')} for an answer"
+            if waiting
+            else ("its counts grow until every chunk is stored")
+        )
+        return render(
+            request,
+            "sweeps/bad_request.html",
+            {
+                "title": "Not final yet",
+                "message": f"sweep {sweep.pk} is {sweep.status}: its table is not final ({why}); export it once the "
+                "sweep is done. The scenario rows can be exported now.",
+            },
+            status=409,
+        )
     rows = selectors.sweep_table_rows(sweep)
     refused = too_many_rows(request, len(rows))
     if refused is not None:
@@ -87,14 +84,23 @@ def export_scenarios(request: HttpRequest, sweep_id: int, fmt: str) -> HttpRespo
     if export is not None:
         return redirect("sweeps:export", export.pk)
     query = request.GET.urlencode()
-    return render(request, "sweeps/export.html", {
-        "sweep": sweep, "fmt": fmt, "export": None, "filters": filters,
-        "action": request.path + (f"?{query}" if query else "")})
+    return render(
+        request,
+        "sweeps/export.html",
+        {
+            "sweep": sweep,
+            "fmt": fmt,
+            "export": None,
+            "filters": filters,
+            "action": request.path + (f"?{query}" if query else ""),
+        },
+    )
 
 
 def _export_or_404(export_id: int) -> Export:
-    export = Export.objects.select_related("sweep").defer("sweep__job_source", "sweep__table").filter(
-        pk=export_id).first()
+    export = (
+        Export.objects.select_related("sweep").defer("sweep__job_source", "sweep__table").filter(pk=export_id).first()
+    )
     if export is None:
         raise Http404(f"no export {export_id}")
     return export
@@ -107,15 +113,25 @@ def export_detail(request: HttpRequest, export_id: int) -> HttpResponse:
     and filters, as they are now): a failed or lost one is queued again."""
     export = _export_or_404(export_id)
     if request.method == "POST":
-        again = export_files.export_request(user=request.user, sweep_id=export.sweep_id, fmt=export.fmt,
-                                            filters=json.loads(export.query or "{}"))
+        again = export_files.export_request(
+            user=request.user, sweep_id=export.sweep_id, fmt=export.fmt, filters=json.loads(export.query or "{}")
+        )
         return redirect("sweeps:export", again.pk)
     waiting = export.status in (Export.Status.PENDING, Export.Status.RUNNING)
     still = (timezone.now() - export.beat_at) if waiting and export.beat_at else timedelta(0)
-    return render(request, "sweeps/export.html", {
-        "sweep": export.sweep, "fmt": export.fmt, "export": export, "filters": json.loads(export.query or "{}"),
-        "refresh": EXPORT_REFRESH_SECONDS if waiting else None,
-        "lost": waiting and still.total_seconds() > EXPORT_STALL_SECONDS, "still": int(still.total_seconds())})
+    return render(
+        request,
+        "sweeps/export.html",
+        {
+            "sweep": export.sweep,
+            "fmt": export.fmt,
+            "export": export,
+            "filters": json.loads(export.query or "{}"),
+            "refresh": EXPORT_REFRESH_SECONDS if waiting else None,
+            "lost": waiting and still.total_seconds() > EXPORT_STALL_SECONDS,
+            "still": int(still.total_seconds()),
+        },
+    )
 
 
 @require_safe
@@ -133,5 +149,9 @@ def _file(export: Export) -> FileResponse:
         handle = export_files.file_path(export).open("rb")
     except FileNotFoundError:
         raise Http404(f"export {export.pk}: its file is gone") from None
-    return FileResponse(handle, as_attachment=True, content_type=exports.ROW_FORMATS[export.fmt],
-                        filename=exports.filename(export.sweep_id, "scenarios", export.fmt))
+    return FileResponse(
+        handle,
+        as_attachment=True,
+        content_type=exports.ROW_FORMATS[export.fmt],
+        filename=exports.filename(export.sweep_id, "scenarios", export.fmt),
+    )

@@ -6,32 +6,18 @@ import json
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import (
-    HttpRequest,
-    HttpResponse,
-    HttpResponseRedirect,
-)
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from sweeps import limits, replay, roles, selectors
-from sweeps.forms.lists import (
-    AnswerForm,
-    QuestionListForm,
-)
+from sweeps.forms.lists import AnswerForm, QuestionListForm
 from sweeps.models import Question, Sweep
 from sweeps.services import questions as question_services
 from sweeps.views import errors
-from sweeps.views._common import (
-    allow,
-    bad_request,
-    next_url,
-    page_or_none,
-    sweep_or_404,
-    viewer_access,
-)
+from sweeps.views._common import allow, bad_request, next_url, page_or_none, sweep_or_404, viewer_access
 
 
 def run_name(qid: str) -> str:
@@ -48,7 +34,7 @@ def _durable_problems(question_ids: list[int]) -> dict[int, str]:
         try:
             replay.check_durable(durable, f"question {pk}")
         except errors.STATE_ERRORS as e:
-            problems[pk] = errors.state_error(e, f"question {pk}")
+            problems[pk] = errors.state_error(e)
     return problems
 
 
@@ -68,11 +54,20 @@ def _questionpage_or_none(request: HttpRequest, sweep: Sweep | None) -> HttpResp
         q.run_name = run_name(q.qid)
         q.may_answer = roles.may(request.user, "answer", q.sweep.created_by_id)
     need = "" if avoidable is None else "avoidable" if avoidable else "necessary"
-    return render(request, "sweeps/question_list.html", {
-        "sweep": sweep, "status": status, "page": page, "counts": selectors.question_counts(sweep, avoidable),
-        "here": request.get_full_path(), "need": need, "need_query": f"&need={need}" if need else "",
-        "may_answer_all": sweep is not None and roles.may(request.user, "answer", sweep.created_by_id),
-    })
+    return render(
+        request,
+        "sweeps/question_list.html",
+        {
+            "sweep": sweep,
+            "status": status,
+            "page": page,
+            "counts": selectors.question_counts(sweep, avoidable),
+            "here": request.get_full_path(),
+            "need": need,
+            "need_query": f"&need={need}" if need else "",
+            "may_answer_all": sweep is not None and roles.may(request.user, "answer", sweep.created_by_id),
+        },
+    )
 
 
 @require_safe
@@ -90,20 +85,28 @@ def sweep_questions(request: HttpRequest, sweep_id: int) -> HttpResponse:
 @require_POST
 def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
     question = get_object_or_404(
-        Question.objects.select_related("sweep").only("id", "sweep_id", "sweep__created_by_id"), pk=question_id)
+        Question.objects.select_related("sweep").only("id", "sweep_id", "sweep__created_by_id"), pk=question_id
+    )
     allow(request, "answer", question.sweep.created_by_id)
     form = AnswerForm(request.POST)
     if not form.is_valid():
-        return bad_request(request, "choose \"it happened\" or \"it did not happen\"", form)
+        return bad_request(request, 'choose "it happened" or "it did not happen"', form)
     fallback = reverse("sweeps:sweep_questions", args=[question.sweep_id])
-    ok, answered = errors.action(request, lambda: question_services.question_answer(
-        question_id=question.pk, user=request.user, happened=form.cleaned_data["happened"]),
-        "the answer could not be stored")
+    ok, answered = errors.action(
+        request,
+        lambda: question_services.question_answer(
+            question_id=question.pk, user=request.user, happened=form.cleaned_data["happened"]
+        ),
+        "the answer could not be stored",
+    )
     if ok and answered is not None:
         q, changed = answered
         if changed:
-            messages.success(request, f"answer stored: {'it happened' if q.answer else 'it did not happen'}; "
-                                      "the scenario resumes on a worker")
+            messages.success(
+                request,
+                f"answer stored: {'it happened' if q.answer else 'it did not happen'}; "
+                "the scenario resumes on a worker",
+            )
         else:
             who = q.answered_by.get_username() if q.answered_by else "someone"
             messages.warning(request, f"this question was already answered by {who}; the first answer was kept")
@@ -114,8 +117,11 @@ def question_answer(request: HttpRequest, question_id: int) -> HttpResponse:
 def questions_answer_all(request: HttpRequest, sweep_id: int) -> HttpResponse:
     sweep = sweep_or_404(sweep_id)
     allow(request, "answer", sweep.created_by_id)
-    ok, n = errors.action(request, lambda: question_services.questions_answer_truthfully(
-        sweep_id=sweep.pk, user=request.user), "the answers could not be stored")
+    ok, n = errors.action(
+        request,
+        lambda: question_services.questions_answer_truthfully(sweep_id=sweep.pk, user=request.user),
+        "the answers could not be stored",
+    )
     if ok:
         messages.success(request, f"{n} open question{pluralize(n)} answered from the tracker's records")
     return redirect("sweeps:sweep_questions", sweep_id=sweep.pk)

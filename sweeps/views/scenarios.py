@@ -6,18 +6,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.core.paginator import InvalidPage, Page
-from django.http import (
-    Http404,
-    HttpRequest,
-    HttpResponse,
-)
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.functional import SimpleLazyObject
 from django.views.decorators.http import require_safe
 
-from agentcore import jobs
+from agentcore import BadInput, jobs
 from sweeps import charts, cost, limits, pagecache, replay, selectors, swimlanes
 from sweeps.forms.lists import HeatmapForm
 from sweeps.forms.witness import WitnessForm
@@ -36,8 +33,16 @@ from sweeps.views._common import (
 
 # The scenario list's metric columns and its totals line: each metric's title as the table's column
 # of the same count says it, in the table's order.
-LIST_METRIC_TITLES = {"duplicates": "dups", "missing": "missing", "wrong": "wrong", "gave_up": "gave up",
-                      "denied_ran": "denied ran", "asks": "asks", "avoidable": "avoidable", "calls_plus": "calls+"}
+LIST_METRIC_TITLES = {
+    "duplicates": "dups",
+    "missing": "missing",
+    "wrong": "wrong",
+    "gave_up": "gave up",
+    "denied_ran": "denied ran",
+    "asks": "asks",
+    "avoidable": "avoidable",
+    "calls_plus": "calls+",
+}
 assert set(LIST_METRIC_TITLES) == set(selectors.METRICS), "a list column per metric"
 
 
@@ -51,19 +56,33 @@ def heatmap(request: HttpRequest, sweep_id: int) -> HttpResponse:
     metric, config = form.cleaned_data["metric"], form.cleaned_data["config"]
     names = [c["name"] for c in sweep.configs]
     pair = form.pair()
-    figures = pagecache.cached(sweep, "heatmap", [metric, config, pair],
-                               lambda: _figures(sweep, names, metric, config, pair), every_status=True)
-    return render(request, "sweeps/heatmap.html", {
-        "sweep": sweep, "form": form, "metric": metric, "config": config, "configs": list(enumerate(names)),
-        "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS], **figures,
-        "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]), "needs_plotly": True,
-        "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
-        "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
-    })
+    figures = pagecache.cached(
+        sweep,
+        "heatmap",
+        [metric, config, pair],
+        lambda: _figures(sweep, names, metric, config, pair),
+        every_status=True,
+    )
+    return render(
+        request,
+        "sweeps/heatmap.html",
+        {
+            "sweep": sweep,
+            "form": form,
+            "metric": metric,
+            "config": config,
+            "configs": list(enumerate(names)),
+            "metric_options": [(m, charts.METRIC_TITLES[m]) for m in selectors.METRICS],
+            **figures,
+            "scenarios_url": reverse("sweeps:scenarios", args=[sweep.pk]),
+            "needs_plotly": True,
+            "scenario_url": reverse("sweeps:scenario", args=[0]),  # the page puts a cell's scenario ID for the 0
+            "kind_codes": sorted((code, kind) for kind, code in charts.KIND_CODES.items()),
+        },
+    )
 
 
-def _figures(sweep: Sweep, names: list[str], metric: str, config: int,
-             pair: tuple[int, int] | None) -> dict[str, Any]:
+def _figures(sweep: Sweep, names: list[str], metric: str, config: int, pair: tuple[int, int] | None) -> dict[str, Any]:
     """The heatmap page's figures as JSON for its scripts (fig1_json, fig2_json; a depth-3 sweep's
     third map too): what the page reads of the rows, all of it."""
     labels = selectors.point_labels(sweep)
@@ -75,24 +94,42 @@ def _figures(sweep: Sweep, names: list[str], metric: str, config: int,
         if cells:
             fig2 = charts.first_second_figure(cells, labels, names[config], metric)
     third = _third(sweep, config, pair, names, metric, cells, labels) if names and sweep.depth == 3 else {}
-    return {"fig1_json": script_json(charts.to_json(fig1)),
-            "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None, **third}
+    return {
+        "fig1_json": script_json(charts.to_json(fig1)),
+        "fig2_json": script_json(charts.to_json(fig2)) if fig2 else None,
+        **third,
+    }
 
 
-def _third(sweep: Any, config: int, pair: tuple[int, int] | None, names: list[str], metric: str,
-           twice_cells: list[dict[str, Any]], first_labels: dict[int, str]) -> dict[str, Any]:
+def _third(
+    sweep: Any,
+    config: int,
+    pair: tuple[int, int] | None,
+    names: list[str],
+    metric: str,
+    twice_cells: list[dict[str, Any]],
+    first_labels: dict[int, str],
+) -> dict[str, Any]:
     """A depth-3 sweep's third map: the thrice scenarios of the chosen (first, second) pair, with the
     pair's twice scenario (its labels, and a link to it: the second map's cell), or what is missing."""
     if pair is None:
         return {"third": {"pair": None}}
     cell = next((c for c in twice_cells if (c["first_point"], c["second_point"]) == pair), None)
-    twice = cell and {"id": cell["id"], "first_label": first_labels.get(pair[0], ""),
-                      "second_label": cell["second_label"]}
+    twice = cell and {
+        "id": cell["id"],
+        "first_label": first_labels.get(pair[0], ""),
+        "second_label": cell["second_label"],
+    }
     cells = selectors.heatmap_third(sweep, config, *pair) if twice else []
-    fig = (charts.third_figure(cells, names[config], pair, (twice["first_label"], twice["second_label"]), metric)
-           if twice and cells else None)
-    return {"third": {"pair": pair, "twice": twice, "cells": len(cells)},
-            "fig3_json": script_json(charts.to_json(fig)) if fig else None}
+    fig = (
+        charts.third_figure(cells, names[config], pair, (twice["first_label"], twice["second_label"]), metric)
+        if twice and cells
+        else None
+    )
+    return {
+        "third": {"pair": pair, "twice": twice, "cells": len(cells)},
+        "fig3_json": script_json(charts.to_json(fig)) if fig else None,
+    }
 
 
 @require_safe
@@ -113,17 +150,27 @@ def scenario_list(request: HttpRequest, sweep_id: int) -> HttpResponse:
     query.pop("page", None)
     here = request.get_full_path()
     summed = form.cleaned_data.get("sum") or ""
-    return render(request, "sweeps/scenario_list.html", {
-        "sweep": sweep, "form": form, "page": page, "query": query.urlencode(),
-        # Read only when the rows' fragment is not in the page cache (sweeps.pagecache).
-        "scenarios": SimpleLazyObject(lambda: _listed(sweep, page)),
-        "filters_cache": pagecache.fragment(sweep, "filters", sorted(query.lists())),
-        "rows_cache": pagecache.fragment(sweep, "rows", here),
-        "filtered": bool(filters), "here": here, "summed": summed,
-        "summed_title": charts.METRIC_TITLES.get(summed, ""), "summed_total": totals.get(summed, 0),
-        "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
-        "metric_titles": list(LIST_METRIC_TITLES.items()),
-    })
+    return render(
+        request,
+        "sweeps/scenario_list.html",
+        {
+            "sweep": sweep,
+            "form": form,
+            "page": page,
+            "query": query.urlencode(),
+            # Read only when the rows' fragment is not in the page cache (sweeps.pagecache).
+            "scenarios": SimpleLazyObject(lambda: _listed(sweep, page)),
+            "filters_cache": pagecache.fragment(sweep, "filters", sorted(query.lists())),
+            "rows_cache": pagecache.fragment(sweep, "rows", here),
+            "filtered": bool(filters),
+            "here": here,
+            "summed": summed,
+            "summed_title": charts.METRIC_TITLES.get(summed, ""),
+            "summed_total": totals.get(summed, 0),
+            "totals": [(m, title, totals[m]) for m, title in LIST_METRIC_TITLES.items()],
+            "metric_titles": list(LIST_METRIC_TITLES.items()),
+        },
+    )
 
 
 def _listed(sweep: Sweep, page: Page) -> list[Scenario]:
@@ -154,7 +201,7 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
     except cost.TooCostly as e:  # the page without its timeline, answered as bad input is
         error, status = " ".join(e.messages), 400
     except errors.STATE_ERRORS as e:  # a corrupt stored state; a stored job or sweep that no longer fits
-        error = errors.state_error(e, f"scenario {scenario.pk}")
+        error = errors.state_error(e)
     if not _list_of_dicts(timeline):
         error = error or f"scenario {scenario.pk}: the stored timeline is corrupt (not a list of events)"
         timeline = []
@@ -164,12 +211,20 @@ def scenario_detail(request: HttpRequest, scenario_id: int) -> HttpResponse:
         effects = []
     shown = _timeline_context(timeline, effects)
     cfgs = scenario.sweep.configs
-    return render(request, "sweeps/scenario_detail.html", {
-        "sweep": scenario.sweep, "scenario": scenario, "error": error, **shown,
-        "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
-        "questions": scenario.questions.select_related("answered_by").defer("durable"),
-        "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
-    }, status=status)
+    return render(
+        request,
+        "sweeps/scenario_detail.html",
+        {
+            "sweep": scenario.sweep,
+            "scenario": scenario,
+            "error": error,
+            **shown,
+            "config_name": cfgs[scenario.config]["name"] if 0 <= scenario.config < len(cfgs) else scenario.config,
+            "questions": scenario.questions.select_related("answered_by").defer("durable"),
+            "back": back_url(request, reverse("sweeps:scenarios", args=[scenario.sweep_id])),
+        },
+        status=status,
+    )
 
 
 def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -179,9 +234,16 @@ def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, An
     for e in effects:
         key = json.dumps(e.get("origin"))
         counts[key] = counts.get(key, 0) + 1
-    effect_rows = [{"effect": e, "origin": e.get("origin"), "args": json.dumps(e.get("args"), sort_keys=True),
-                    "answer": json.dumps(e.get("answer"), sort_keys=True),
-                    "duplicate": counts[json.dumps(e.get("origin"))] > 1} for e in effects]
+    effect_rows = [
+        {
+            "effect": e,
+            "origin": e.get("origin"),
+            "args": json.dumps(e.get("args"), sort_keys=True),
+            "answer": json.dumps(e.get("answer"), sort_keys=True),
+            "duplicate": counts[json.dumps(e.get("origin"))] > 1,
+        }
+        for e in effects
+    ]
     lanes = swimlanes.timeline_lanes(timeline, effects)
     dup_events = set(lanes["duplicates"])
     crashes = 0
@@ -190,8 +252,15 @@ def _timeline_context(timeline: list[dict[str, Any]], effects: list[dict[str, An
         kind = str(ev.get("kind", ""))
         if kind == "crash":
             crashes += 1
-        events.append({"n": n, "kind": kind, "text": ev.get("text", ""), "crash_no": crashes if kind == "crash" else 0,
-                       "duplicate": n in dup_events})
+        events.append(
+            {
+                "n": n,
+                "kind": kind,
+                "text": ev.get("text", ""),
+                "crash_no": crashes if kind == "crash" else 0,
+                "duplicate": n in dup_events,
+            }
+        )
     return {"events": events, "effects": effect_rows, "lanes": lanes if events else None}
 
 
@@ -209,13 +278,23 @@ def witness(request: HttpRequest) -> HttpResponse:
     except Audit.DoesNotExist:
         raise Http404("no such audit") from None
     try:
-        cfg, played = replay.witness_replay(job, d["variant"], d["design"], d["tracker"], d["runs"], d["first"],
-                                            d["second"], d["conditions"])
-    except ValueError as e:
-        return bad_request(request, str(e))
-    except cost.TooCostly as e:
+        cfg, played = replay.witness_replay(
+            job, d["variant"], d["design"], d["tracker"], d["runs"], d["first"], d["second"], d["conditions"]
+        )
+    except ValidationError as e:  # a variant or crash point the job has not (a BadRequest), or too costly
         return bad_request(request, " ".join(e.messages))
-    return render(request, "sweeps/witness.html", {
-        "cfg": cfg, "played": played, "d": d, "job_name": job.name, "conditions": cfg.conditions, "error": "",
-        **_timeline_context(played.timeline or [], played.effects or []),
-    })
+    except BadInput as e:  # agentcore refused what the link asks for
+        return bad_request(request, str(e))
+    return render(
+        request,
+        "sweeps/witness.html",
+        {
+            "cfg": cfg,
+            "played": played,
+            "d": d,
+            "job_name": job.name,
+            "conditions": cfg.conditions,
+            "error": "",
+            **_timeline_context(played.timeline or [], played.effects or []),
+        },
+    )

@@ -7,12 +7,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.http import (
-    HttpRequest,
-    HttpResponse,
-    HttpResponseBase,
-    JsonResponse,
-)
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
 from django.urls import reverse
@@ -20,19 +15,11 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from agentcore import COLUMNS, DEPTH_COLUMNS
 from sweeps import limits, roles, selectors
-from sweeps.forms.lists import (
-    SweepNotesForm,
-)
+from sweeps.forms.lists import SweepNotesForm
 from sweeps.models import Sweep
 from sweeps.services import lifecycle, recovery
 from sweeps.views import errors
-from sweeps.views._common import (
-    allow,
-    bad_request,
-    read_access,
-    sweep_or_404,
-    table_titles,
-)
+from sweeps.views._common import allow, bad_request, read_access, sweep_or_404, table_titles
 
 # The table's columns and the scenario filter each number links to. A count column's number is the
 # list's count; a sum column names its metric (`sum`), whose total over the list the list states.
@@ -63,12 +50,21 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
     columns = selectors.table_columns(sweep)
     progress = selectors.sweep_progress(sweep)
     may = roles.sweep_actions(request.user, sweep.created_by_id)
-    return render(request, "sweeps/sweep_detail.html", {
-        "sweep": sweep, "table": table, "rows": table["rows"], "titles": table_titles(columns),
-        "progress": progress, "stalled": _stalled(sweep, progress), "may": may,
-        "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
-        "notes_form": SweepNotesForm(instance=sweep) if may["edit"] else None,
-    })
+    return render(
+        request,
+        "sweeps/sweep_detail.html",
+        {
+            "sweep": sweep,
+            "table": table,
+            "rows": table["rows"],
+            "titles": table_titles(columns),
+            "progress": progress,
+            "stalled": _stalled(sweep, progress),
+            "may": may,
+            "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
+            "notes_form": SweepNotesForm(instance=sweep) if may["edit"] else None,
+        },
+    )
 
 
 def _table(sweep: Sweep) -> dict[str, Any]:
@@ -80,17 +76,30 @@ def _table(sweep: Sweep) -> dict[str, Any]:
     rows = []
     for i, row in enumerate(table["rows"]):
         waiting = row["waiting"]
-        not_final = (f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
-                     "for an answer" if waiting else "")
+        not_final = (
+            f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
+            "for an answer"
+            if waiting
+            else ""
+        )
         cells = []
         for col in row["values"]:
             linked = (DEPTH3_FILTERS if sweep.depth == 3 else {}).get(col) or COLUMN_FILTERS[col]
             query = "&".join(f"{k}={v}" for k, v in {"config": i, **linked}.items())
             value = row["values"][col]
-            cells.append({"col": col, "value": value, "url": f"{base}?{query}",
-                          "title": not_final if value is None else ""})
-        rows.append({"name": row["name"], "config": i, "url": f"{base}?config={i}", "cells": cells,
-                     "waiting": waiting, "waiting_url": f"{base}?config={i}&status=waiting"})
+            cells.append(
+                {"col": col, "value": value, "url": f"{base}?{query}", "title": not_final if value is None else ""}
+            )
+        rows.append(
+            {
+                "name": row["name"],
+                "config": i,
+                "url": f"{base}?config={i}",
+                "cells": cells,
+                "waiting": waiting,
+                "waiting_url": f"{base}?config={i}&status=waiting",
+            }
+        )
     return {"partial": table["partial"], "waiting": table["waiting"], "rows": rows}
 
 
@@ -102,7 +111,8 @@ def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:
     if progress["chunks_stored"] >= progress["total_chunks"]:
         return False
     return sweep.status == Sweep.Status.FAILED or (
-        sweep.status == Sweep.Status.RUNNING and progress["idle_seconds"] >= limits.RESUME_OFFER_SECONDS)
+        sweep.status == Sweep.Status.RUNNING and progress["idle_seconds"] >= limits.RESUME_OFFER_SECONDS
+    )
 
 
 @require_safe
@@ -129,12 +139,16 @@ def sweep_cancel(request: HttpRequest, sweep_id: int) -> HttpResponse:
     """Its owner (operator) or staff (it loses nothing: stored rows stay, resume goes on)."""
     sweep = sweep_or_404(sweep_id)
     allow(request, "cancel", sweep.created_by_id)
-    ok, cancelled = errors.action(request, lambda: lifecycle.sweep_cancel(sweep_id=sweep.pk), "could not cancel",
-                                  queue=False)
+    ok, cancelled = errors.action(
+        request, lambda: lifecycle.sweep_cancel(sweep_id=sweep.pk), "could not cancel", queue=False
+    )
     if ok:
         if cancelled:
-            messages.success(request, f"sweep {sweep.pk} cancelled: its queued chunks are skipped and the rows "
-                                      "stored so far are kept; resume goes on from there")
+            messages.success(
+                request,
+                f"sweep {sweep.pk} cancelled: its queued chunks are skipped and the rows "
+                "stored so far are kept; resume goes on from there",
+            )
         else:
             messages.info(request, f"sweep {sweep.pk} is {sweep.status}: there is nothing to cancel")
     return redirect("sweeps:detail", sweep_id=sweep.pk)
@@ -150,15 +164,20 @@ def sweep_delete(request: HttpRequest, sweep_id: int) -> HttpResponseBase:
     sweep = sweep_or_404(sweep_id)
     allow(request, "delete", sweep.created_by_id)
     if request.method != "POST":
-        return render(request, "sweeps/sweep_delete.html", {"sweep": sweep,
-                                                            "contents": selectors.sweep_contents(sweep)})
-    ok, removed = errors.action(request, lambda: lifecycle.sweep_delete(sweep_id=sweep.pk), "could not delete",
-                                queue=False)
+        return render(
+            request, "sweeps/sweep_delete.html", {"sweep": sweep, "contents": selectors.sweep_contents(sweep)}
+        )
+    ok, removed = errors.action(
+        request, lambda: lifecycle.sweep_delete(sweep_id=sweep.pk), "could not delete", queue=False
+    )
     if not ok or removed is None:
         return redirect("sweeps:detail", sweep_id=sweep.pk)
-    messages.success(request, f"sweep {sweep.pk} deleted with its {removed['scenarios']:,} scenario"
-                              f"{pluralize(removed['scenarios'])} and {removed['questions']:,} question"
-                              f"{pluralize(removed['questions'])}")
+    messages.success(
+        request,
+        f"sweep {sweep.pk} deleted with its {removed['scenarios']:,} scenario"
+        f"{pluralize(removed['scenarios'])} and {removed['questions']:,} question"
+        f"{pluralize(removed['questions'])}",
+    )
     return redirect("sweeps:list")
 
 

@@ -56,8 +56,13 @@ def guarded(what: str, round_: Callable[[], int]) -> int:
 
 def watchdog_round(stalled_for: float) -> int:
     """One round of the stall rules; never raises."""
-    return guarded("the stall watchdog", lambda: recovery.sweeps_resume_stalled(stalled_for=stalled_for)
-                   + audits.audits_resume_stalled(stalled_for=stalled_for))
+    return guarded(
+        "the stall watchdog",
+        lambda: (
+            recovery.sweeps_resume_stalled(stalled_for=stalled_for)
+            + audits.audits_resume_stalled(stalled_for=stalled_for)
+        ),
+    )
 
 
 # The chunks and audit units of the tasks this process is running now, by task ID (several with
@@ -113,8 +118,12 @@ class Keeper:
             self.leading, self.next_stall = leading, 0.0
         if not leading:
             return 0
-        return (watchdog.chunks_requeue_lapsed() + watchdog.audit_units_requeue_lapsed()
-                + watchdog.chunks_requeue_lost() + watchdog.audit_units_requeue_lost())
+        return (
+            watchdog.chunks_requeue_lapsed()
+            + watchdog.audit_units_requeue_lapsed()
+            + watchdog.chunks_requeue_lost()
+            + watchdog.audit_units_requeue_lost()
+        )
 
 
 def _forget() -> int:

@@ -61,8 +61,9 @@ def lease_until(now: datetime | None = None) -> datetime:
     return (now or timezone.now()) + timedelta(seconds=LEASE_SECONDS)
 
 
-def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER,
-                 receipt: bool = False) -> int:
+def leases_renew(
+    *, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (), holder: str = HOLDER, receipt: bool = False
+) -> int:
     """Renew (or take) the leases of the chunks and audit units whose messages `holder` has in hand;
     how many; with `receipt` (a worker receiving their message), their message is marked received
     too (workqueue/messages.py). Stored ones are left alone (their lease ended with the store), and
@@ -71,11 +72,15 @@ def leases_renew(*, chunk_ids: Sequence[int] = (), unit_ids: Sequence[int] = (),
     n = 0
     also = {"received": messages.receipt()} if receipt else {}
     if chunk_ids:
-        n += _renew(Chunk.objects.filter(pk__in=list(chunk_ids), stored=False, sweep__status=Sweep.Status.RUNNING),
-                    holder, also)
+        n += _renew(
+            Chunk.objects.filter(pk__in=list(chunk_ids), stored=False, sweep__status=Sweep.Status.RUNNING), holder, also
+        )
     if unit_ids:
-        n += _renew(AuditUnit.objects.filter(pk__in=list(unit_ids), stored=False,
-                                             audit__status=Audit.Status.RUNNING), holder, also)
+        n += _renew(
+            AuditUnit.objects.filter(pk__in=list(unit_ids), stored=False, audit__status=Audit.Status.RUNNING),
+            holder,
+            also,
+        )
     return n
 
 
@@ -104,9 +109,13 @@ LAPSED = "the lease of {holders} ran out"
 LOST = "their message was lost before any lease named it (a worker died as it took it, or the broker lost it)"
 
 
-def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
-                   publish: Callable[[tuple[Any, ...], list[int]], None], what: tuple[str, str],
-                   why: str = LAPSED) -> int:
+def requeue_lapsed(
+    lapsed: QuerySet[Any],
+    parent: tuple[str, ...],
+    publish: Callable[[tuple[Any, ...], list[int]], None],
+    what: tuple[str, str],
+    why: str = LAPSED,
+) -> int:
     """The watchdog's lease and lost-message rules, for chunks and audit units alike: per parent (a sweep, an audit:
     `parent` names its ID field first, then what `publish` needs of it), take the `lapsed` rows no
     other watchdog holds (row locks, SKIP LOCKED on PostgreSQL; SQLite has one writer), end their
@@ -118,8 +127,12 @@ def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
     for key in sorted(lapsed.values_list(*parent).order_by().distinct()):
         try:
             with transaction.atomic():
-                taken = list(lapsed.filter(**{parent[0]: key[0]}).select_for_update(skip_locked=True, of=("self",))
-                             .order_by("pk").values_list("pk", "holder"))
+                taken = list(
+                    lapsed.filter(**{parent[0]: key[0]})
+                    .select_for_update(skip_locked=True, of=("self",))
+                    .order_by("pk")
+                    .values_list("pk", "holder")
+                )
                 ids = [pk for pk, _ in taken]
                 if not ids:
                     continue
@@ -127,12 +140,25 @@ def requeue_lapsed(lapsed: QuerySet[Any], parent: tuple[str, ...],
                 publish(key, ids)
         except Exception as e:  # noqa: BLE001 - the broker or the database went away: the next round tries again
             # One line: a publish that failed has logged its traceback already.
-            log.warning("%s %s: the watchdog could not queue again the %s of a dead worker (%s: %s)", what[0],
-                        key[0], what[1], type(e).__name__, e)
+            log.warning(
+                "%s %s: the watchdog could not queue again the %s of a dead worker (%s: %s)",
+                what[0],
+                key[0],
+                what[1],
+                type(e).__name__,
+                e,
+            )
             continue
         holders = ", ".join(sorted({h for _, h in taken}))
-        log.warning("%s %s: %s: %d %s queued again ahead of the queue: %s", what[0], key[0],
-                    why.format(holders=holders or "a worker"), len(ids), what[1], " ".join(map(str, ids)))
+        log.warning(
+            "%s %s: %s: %d %s queued again ahead of the queue: %s",
+            what[0],
+            key[0],
+            why.format(holders=holders or "a worker"),
+            len(ids),
+            what[1],
+            " ".join(map(str, ids)),
+        )
         n += len(ids)
     return n
 
@@ -164,8 +190,9 @@ def lead(*, holder: str = HOLDER) -> bool:
         return True
     if Lease.objects.filter(name=LEADER).exists():
         return False
-    Lease.objects.bulk_create([Lease(name=LEADER, holder=holder, expires_at=lease_until(now))],
-                              ignore_conflicts=True)  # of two first workers, one row: the second UPDATE says whose
+    Lease.objects.bulk_create(
+        [Lease(name=LEADER, holder=holder, expires_at=lease_until(now))], ignore_conflicts=True
+    )  # of two first workers, one row: the second UPDATE says whose
     return bool(Lease.objects.filter(mine, name=LEADER).update(holder=holder, expires_at=lease_until(now)))
 
 

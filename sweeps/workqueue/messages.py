@@ -89,8 +89,11 @@ def overtaken(best: dict[int, int]) -> Q:
 
 def waiting(model: type[Chunk] | type[AuditUnit], cutoff: int) -> QuerySet[Any]:
     """Unstored rows whose message was queued before `cutoff`, not received, and no lease is live."""
-    return running(model).filter(stored=False, received__isnull=True, queued__lt=cutoff).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=timezone.now()))
+    return (
+        running(model)
+        .filter(stored=False, received__isnull=True, queued__lt=cutoff)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=timezone.now()))
+    )
 
 
 class LostWork:

@@ -68,11 +68,13 @@ def owner_backlog(user_id: int | None, *, but_sweep: int | None = None, but_audi
     ahead = 0.0
     sweeps = Sweep.objects.filter(created_by_id=user_id, status=Sweep.Status.RUNNING).exclude(pk=but_sweep)
     for sweep in sweeps.only("pk", "depth"):
-        ids = list(Chunk.objects.filter(sweep_id=sweep.pk, stored=False, queued__isnull=False)
-                   .values_list("pk", flat=True))
+        ids = list(
+            Chunk.objects.filter(sweep_id=sweep.pk, stored=False, queued__isnull=False).values_list("pk", flat=True)
+        )
         ahead += sum(cost for _, cost in chunk_costs(sweep, ids))
-    units = AuditUnit.objects.filter(audit__created_by_id=user_id, audit__status=Audit.Status.RUNNING,
-                                     stored=False, queued__isnull=False).exclude(audit_id=but_audit)
+    units = AuditUnit.objects.filter(
+        audit__created_by_id=user_id, audit__status=Audit.Status.RUNNING, stored=False, queued__isnull=False
+    ).exclude(audit_id=but_audit)
     return ahead + units.count() * AUDIT_UNIT_ROWS
 
 
@@ -161,16 +163,30 @@ def chunk_costs(sweep: Sweep, chunk_ids: Sequence[int]) -> list[tuple[int, int]]
     if len(chunk_ids) < 2:
         return [(pk, 1) for pk in chunk_ids]
     chunks = Chunk.objects.filter(sweep_id=sweep.pk)
-    npoints = dict(chunks.filter(second_from=0).order_by().values("config").annotate(n=Max("first_point"))
-                   .values_list("config", "n"))
-    cost = {pk: chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to)
-            for pk, config, first, second_from, second_to in chunks.filter(pk__in=list(chunk_ids)).values_list(
-                "pk", "config", "first_point", "second_from", "second_to")}
+    npoints = dict(
+        chunks.filter(second_from=0)
+        .order_by()
+        .values("config")
+        .annotate(n=Max("first_point"))
+        .values_list("config", "n")
+    )
+    cost = {
+        pk: chunk_cost(sweep.depth, npoints.get(config, first), first, second_from, second_to)
+        for pk, config, first, second_from, second_to in chunks.filter(pk__in=list(chunk_ids)).values_list(
+            "pk", "config", "first_point", "second_from", "second_to"
+        )
+    }
     return [(pk, cost.get(pk, 1)) for pk in chunk_ids]
 
 
-def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequence[int] = (),
-            fail_sweep: bool = True, first: bool = False) -> None:
+def enqueue(
+    sweep: Sweep,
+    *,
+    chunk_ids: Sequence[int] = (),
+    question_ids: Sequence[int] = (),
+    fail_sweep: bool = True,
+    first: bool = False,
+) -> None:
     """Stamp and publish the tasks of these chunks (dealt by `deal`; with `first`, ahead of the
     queue, else at their owner's fair share) and question resumes (see the rules)."""
     weighed = chunk_costs(sweep, chunk_ids)
@@ -179,8 +195,10 @@ def enqueue(sweep: Sweep, *, chunk_ids: Sequence[int] = (), question_ids: Sequen
         levels = [FIRST if first else NORMAL] * len(messages)
     else:
         cost = dict(weighed)
-        levels = priorities([sum(cost[pk] for pk in batch) for batch in messages],
-                            owner_backlog(sweep.created_by_id, but_sweep=sweep.pk))
+        levels = priorities(
+            [sum(cost[pk] for pk in batch) for batch in messages],
+            owner_backlog(sweep.created_by_id, but_sweep=sweep.pk),
+        )
     stamps.stamp(Chunk, list(zip(messages, levels, strict=True)))
     try:
         with current_app.producer_or_acquire() as producer:
@@ -218,6 +236,10 @@ def audit_units_enqueue(a: Audit, unit_ids: list[int], *, fail: bool = True, fir
     except Exception as e:
         log.exception("audit %s: cannot enqueue its units", a.pk)
         if fail:
-            take(Audit, a.pk, Audit.Status.FAILED, error=f"could not reach the task broker ({type(e).__name__}: "
-                                                         f"{e}); resume the audit once it is back")
+            take(
+                Audit,
+                a.pk,
+                Audit.Status.FAILED,
+                error=f"could not reach the task broker ({type(e).__name__}: {e}); resume the audit once it is back",
+            )
         raise

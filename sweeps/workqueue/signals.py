@@ -49,17 +49,21 @@ def refuse_to_start_without_the_database(sender: Any = None, **kwargs: Any) -> N
 
 
 def _leased(name: str, args: Any, kwargs: Any) -> tuple[list[int], list[int]]:
-    return publish.chunk_ids_of(name, args or (), kwargs or {}), publish.audit_unit_ids_of(name, args or (),
-                                                                                           kwargs or {})
+    return publish.chunk_ids_of(name, args or (), kwargs or {}), publish.audit_unit_ids_of(
+        name, args or (), kwargs or {}
+    )
 
 
 @task_received.connect
 def _received(request: Any = None, **_: Any) -> None:
-    chunk_ids, unit_ids = _leased(getattr(request, "task_name", ""), getattr(request, "args", None),
-                                  getattr(request, "kwargs", None))
+    chunk_ids, unit_ids = _leased(
+        getattr(request, "task_name", ""), getattr(request, "args", None), getattr(request, "kwargs", None)
+    )
     if chunk_ids or unit_ids:
-        keeper.guarded("taking the leases of a message",
-                       lambda: leases.leases_renew(chunk_ids=chunk_ids, unit_ids=unit_ids, receipt=True))
+        keeper.guarded(
+            "taking the leases of a message",
+            lambda: leases.leases_renew(chunk_ids=chunk_ids, unit_ids=unit_ids, receipt=True),
+        )
 
 
 @task_prerun.connect

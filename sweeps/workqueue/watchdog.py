@@ -37,8 +37,9 @@ def chunks_requeue_lapsed() -> int:
     """The lease rule for chunks: queue again, ahead of the queue, the unstored chunks of running
     sweeps whose lease ran out with their worker's (a whole worker SIGKILLed, its host gone: their
     messages died with it). Returns how many chunks were queued."""
-    lapsed = Chunk.objects.filter(lease_until__lt=timezone.now(), stored=False,
-                                  sweep__status=Sweep.Status.RUNNING).exclude(holder__in=leases.live_workers())
+    lapsed = Chunk.objects.filter(
+        lease_until__lt=timezone.now(), stored=False, sweep__status=Sweep.Status.RUNNING
+    ).exclude(holder__in=leases.live_workers())
 
     return leases.requeue_lapsed(lapsed, ("sweep_id", "sweep__depth"), _publish_chunks_first, ("sweep", "chunk(s)"))
 
@@ -53,15 +54,17 @@ def chunks_requeue_lost() -> int:
     running sweeps whose message was lost before any lease named it, within seconds of the loss.
     Returns how many chunks."""
     lost = messages.LOST.rows(Chunk, queued_messages)
-    return leases.requeue_lapsed(lost, ("sweep_id", "sweep__depth"), _publish_chunks_first, ("sweep", "chunk(s)"),
-                                 why=leases.LOST)
+    return leases.requeue_lapsed(
+        lost, ("sweep_id", "sweep__depth"), _publish_chunks_first, ("sweep", "chunk(s)"), why=leases.LOST
+    )
 
 
 def audit_units_requeue_lapsed() -> int:
     """The lease rule for audits (as chunks_requeue_lapsed for chunks): queue again, ahead of the
     queue, the unstored units of running audits whose lease ran out with their worker's. Returns how many."""
-    lapsed = AuditUnit.objects.filter(lease_until__lt=timezone.now(), stored=False,
-                                      audit__status=Audit.Status.RUNNING).exclude(holder__in=leases.live_workers())
+    lapsed = AuditUnit.objects.filter(
+        lease_until__lt=timezone.now(), stored=False, audit__status=Audit.Status.RUNNING
+    ).exclude(holder__in=leases.live_workers())
 
     return leases.requeue_lapsed(lapsed, ("audit_id",), _publish_units_first, ("audit", "unit(s)"))
 
@@ -74,8 +77,13 @@ def audit_units_requeue_lost() -> int:
     """The lost-message rule for audits (as chunks_requeue_lost for chunks): queue again, ahead of
     the queue, the units of running audits whose message was lost before any lease named it.
     Returns how many."""
-    return leases.requeue_lapsed(messages.LOST.rows(AuditUnit, queued_messages), ("audit_id",),
-                                 _publish_units_first, ("audit", "unit(s)"), why=leases.LOST)
+    return leases.requeue_lapsed(
+        messages.LOST.rows(AuditUnit, queued_messages),
+        ("audit_id",),
+        _publish_units_first,
+        ("audit", "unit(s)"),
+        why=leases.LOST,
+    )
 
 
 # Per process: whether the last read of the task queue failed (its warning is logged once).

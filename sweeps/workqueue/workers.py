@@ -73,15 +73,34 @@ def await_queue_worker() -> float:
     return waited
 
 
-def worker_argv(name: str, loglevel: str = "WARNING", *, pool: str = "solo", concurrency: int = 1,
-                queue: str | None = None) -> list[str]:
+def worker_argv(
+    name: str, loglevel: str = "WARNING", *, pool: str = "solo", concurrency: int = 1, queue: str | None = None
+) -> list[str]:
     """A worker on this process's queue (or `queue`). The default, one solo-pool process, runs tasks
     in the worker's own process: it fetches the next message as soon as a task ends, where a prefork
     pool on a polling transport (the filesystem broker) waits for its next poll. The fault tests ask
     for `pool="prefork"` to have pool processes to kill."""
-    return [sys.executable, "-m", "celery", "-A", "sweepsite", "worker", "--pool", pool, "--concurrency",
-            str(concurrency), "-n", f"{name}@%h", "-Q", queue or queue_name(), "--without-gossip",
-            "--without-mingle", "--without-heartbeat", "--loglevel", loglevel]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "sweepsite",
+        "worker",
+        "--pool",
+        pool,
+        "--concurrency",
+        str(concurrency),
+        "-n",
+        f"{name}@%h",
+        "-Q",
+        queue or queue_name(),
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--loglevel",
+        loglevel,
+    ]
 
 
 class Worker(NamedTuple):

@@ -25,8 +25,9 @@ def test_sweep_json_has_exactly_name_and_the_columns(capsys):
 def test_csv_and_markdown_formats(capsys):
     main(["sweep", "--design", "once-per-turn", "--tracker", "keyed", "--format", "csv"])
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == ("name,once,twice,with_dups,dups,missing,wrong,gave_up,denied_ran,asks,avoidable,"
-                                   "calls_plus")
+    assert out.splitlines()[0] == (
+        "name,once,twice,with_dups,dups,missing,wrong,gave_up,denied_ran,asks,avoidable,calls_plus"
+    )
     assert out.splitlines()[1].endswith(",18,225,164,294,0,0,0,0,0,0,338")
     main(["sweep", "--design", "once-per-turn", "--tracker", "keyed", "--format", "markdown"])
     assert "| 18 | 225 | 164 | 294 | 0 | 0 | 338 |" in capsys.readouterr().out
@@ -51,12 +52,17 @@ def test_bad_job_file_is_one_line_and_exit_2(tmp_path):
 
 def test_a_key_named_twice_is_one_line_naming_its_path_and_exit_2(tmp_path):
     path = tmp_path / "twice.json"
-    path.write_text(open("agentcore/jobfiles/triage.json").read().replace('"name": "triage"',
-                                                                          '"name": "triage", "name": "other"', 1))
+    path.write_text(
+        open("agentcore/jobfiles/triage.json")
+        .read()
+        .replace('"name": "triage"', '"name": "triage", "name": "other"', 1)
+    )
     r = run("sweep", "--job", str(path), "--design", "loop", "--tracker", "keyed")
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"agentcore: error: {path}: name: the key 'name' appears more than once "
-                                             "in its object (JSON would keep only the last, silently): write it once"]
+    assert r.stderr.strip().splitlines() == [
+        f"agentcore: error: {path}: name: the key 'name' appears more than once "
+        "in its object (JSON would keep only the last, silently): write it once"
+    ]
 
 
 def test_unknown_design_is_a_usage_error_without_traceback():

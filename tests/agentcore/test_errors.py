@@ -28,3 +28,55 @@ def test_work_past_its_budget_is_ours():
     budget = WorkBudget(1)
     with pytest.raises(AgentcoreError):
         budget.charge(2)
+
+
+def test_an_unknown_name_is_a_config_error():
+    from agentcore import designs, faults, report, world
+    from agentcore.checker.render import render as render_audit
+    from agentcore.conditions import NAMED
+    from agentcore.standins.tracker import Tracker
+
+    for refused in (
+        lambda: designs.get("nope"),
+        lambda: designs.get("loop", ("nope",)),
+        lambda: world("nope"),
+        lambda: report.render([], "nope"),
+        lambda: render_audit(None, "nope"),
+        lambda: faults.tracker_fault("flaky"),
+        lambda: faults.tool_failures("k:101"),
+        lambda: Tracker("nope"),
+        lambda: NAMED["crash_model"].check("earthquake"),
+        lambda: NAMED["seed"].check(-1),
+    ):
+        with pytest.raises(ConfigError):
+            refused()
+
+
+def test_input_out_of_range_is_bad_input_and_a_value_error():
+    from agentcore import Config, designs, jobs
+    from agentcore.records import ScenarioRecord
+
+    job = jobs.load("triage")
+    for refused, words in (
+        (lambda: Config(job, designs.get("loop"), "keyed", runs=0), "runs must be between"),
+        (lambda: ScenarioRecord.from_dict({"nope": 1}), "unknown scenario record fields"),
+        (lambda: jobs.turn_pairs_source(0), "turn pairs must be"),
+    ):
+        with pytest.raises(BadInput, match=words) as e:
+            refused()
+        assert isinstance(e.value, ValueError) and not isinstance(e.value, ConfigError)
+
+
+def test_the_command_line_says_agentcore_s_refusals_and_lets_a_programming_error_through(monkeypatch, capsys):
+    import agentcore as sweep
+    from agentcore import cli
+
+    assert cli.main(["audit", "--tracker", "nope", "--design", "loop"]) == 2
+    assert capsys.readouterr().err.startswith("agentcore: error: unknown tracker mode 'nope'")
+
+    def bug(*args, **kw):
+        raise ValueError("a bug, not bad input")
+
+    monkeypatch.setattr(sweep, "sweep", bug)
+    with pytest.raises(ValueError, match="a bug"):
+        cli.main(["sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1"])

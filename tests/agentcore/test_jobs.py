@@ -51,16 +51,28 @@ def test_unknown_tool_names_the_field():
 
 
 def test_reference_to_a_later_or_unknown_call_is_refused():
-    text = bad(turns=[{"calls": [{"id": "a", "tool": "comment", "args": {"issue": {"$result": "zz", "field": "n"}}}]},
-                      {"final": "x"}])
+    text = bad(
+        turns=[
+            {"calls": [{"id": "a", "tool": "comment", "args": {"issue": {"$result": "zz", "field": "n"}}}]},
+            {"final": "x"},
+        ]
+    )
     with pytest.raises(JobError, match=r"turns\[0\]\.calls\[0\]\.args\.issue: refers to 'zz'"):
         parse(text, "j")
 
 
 def test_reference_within_the_same_turn_is_refused():
-    text = bad(turns=[{"calls": [{"id": "a", "tool": "create_issue", "args": {}},
-                                 {"id": "b", "tool": "comment", "args": {"issue": {"$result": "a", "field": "n"}}}]},
-                      {"final": "x"}])
+    text = bad(
+        turns=[
+            {
+                "calls": [
+                    {"id": "a", "tool": "create_issue", "args": {}},
+                    {"id": "b", "tool": "comment", "args": {"issue": {"$result": "a", "field": "n"}}},
+                ]
+            },
+            {"final": "x"},
+        ]
+    )
     with pytest.raises(JobError, match="no call of an earlier turn"):
         parse(text, "j")
 
@@ -83,8 +95,13 @@ def test_last_turn_must_be_final():
 
 
 def test_duplicate_call_ids():
-    text = bad(turns=[{"calls": [{"id": "a", "tool": "create_issue", "args": {}}]},
-                      {"calls": [{"id": "a", "tool": "create_issue", "args": {}}]}, {"final": "x"}])
+    text = bad(
+        turns=[
+            {"calls": [{"id": "a", "tool": "create_issue", "args": {}}]},
+            {"calls": [{"id": "a", "tool": "create_issue", "args": {}}]},
+            {"final": "x"},
+        ]
+    )
     with pytest.raises(JobError, match="used twice"):
         parse(text, "j")
 
@@ -127,12 +144,15 @@ def twice(text: str, old: str, new: str) -> str:
     return text.replace(old, f"{old}, {new}", 1)
 
 
-@pytest.mark.parametrize(("old", "new", "path"), [
-    ('"name": "small"', '"name": "other"', "name"),
-    ('"op": "comment"', '"op": "create_issue"', r"tools\.comment\.op"),
-    ('"title": "t"', '"title": "u"', r"turns\[0\]\.calls\[0\]\.args\.title"),
-    ('"final": "done"', '"final": "again"', r"turns\[2\]\.final"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        ('"name": "small"', '"name": "other"', "name"),
+        ('"op": "comment"', '"op": "create_issue"', r"tools\.comment\.op"),
+        ('"title": "t"', '"title": "u"', r"turns\[0\]\.calls\[0\]\.args\.title"),
+        ('"final": "done"', '"final": "again"', r"turns\[2\]\.final"),
+    ],
+)
 def test_a_key_named_twice_in_an_object_is_refused_with_its_path(old, new, path):
     text = twice(json.dumps(GOOD), old, new)
     key = new.split('"')[1]

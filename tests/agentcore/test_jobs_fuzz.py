@@ -15,8 +15,26 @@ json_values = st.recursive(
     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
     max_leaves=30,
 )
-fields = st.sampled_from(["name", "tools", "turns", "op", "calls", "id", "tool", "args", "final", "$result", "field",
-                          "read_only", "create_issue", "comment", "search", "label"])
+fields = st.sampled_from(
+    [
+        "name",
+        "tools",
+        "turns",
+        "op",
+        "calls",
+        "id",
+        "tool",
+        "args",
+        "final",
+        "$result",
+        "field",
+        "read_only",
+        "create_issue",
+        "comment",
+        "search",
+        "label",
+    ]
+)
 jobish = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8) | fields,
     lambda c: st.lists(c, max_size=4) | st.dictionaries(fields, c, max_size=5),

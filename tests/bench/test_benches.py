@@ -16,8 +16,13 @@ import bench_workers  # noqa: E402
 
 
 def test_bench_table_times_the_table() -> None:
-    out = subprocess.run([sys.executable, "bench/bench_table.py", "--repeat", "1", "--workers", "1"], cwd=ROOT,
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "bench/bench_table.py", "--repeat", "1", "--workers", "1"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert "scenarios/s" in out
 
 

@@ -13,17 +13,26 @@ from sweeps.services import launch
 def expected_rows(design_names, trackers, depth, person="scripted", job_source=None):
     """The table agentcore computes in this process for the configurations the launch form makes."""
     job = jobs.parse(job_source, "job.json") if job_source else jobs.load("triage")
-    cfgs = [agentsweep.Config(job, designs.get(c["design"], ()), c["tracker"], 1, person, c["name"])
-            for c in sweep_configs.configs_for(design_names, trackers)]
+    cfgs = [
+        agentsweep.Config(job, designs.get(c["design"], ()), c["tracker"], 1, person, c["name"])
+        for c in sweep_configs.configs_for(design_names, trackers)
+    ]
     return agentsweep.sweep(cfgs, depth=depth).rows
 
 
 def run_sweep(user, design_names, trackers, depth, wait_until, job_source=None):
     """A sweep launched through the service (the launch form has its own tests), run by the site's workers."""
-    sweep = launch.sweep_create(user=user, job_source=job_source or sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.configs_for(design_names, trackers), depth=depth)
-    wait_until(lambda: Sweep.objects.filter(pk=sweep.pk, status__in=["done", "failed"]).exists(), timeout=90,
-               what=f"sweep {sweep.pk} to finish")
+    sweep = launch.sweep_create(
+        user=user,
+        job_source=job_source or sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.configs_for(design_names, trackers),
+        depth=depth,
+    )
+    wait_until(
+        lambda: Sweep.objects.filter(pk=sweep.pk, status__in=["done", "failed"]).exists(),
+        timeout=90,
+        what=f"sweep {sweep.pk} to finish",
+    )
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, sweep.error
     return sweep
@@ -41,7 +50,8 @@ def plot(page, div_id, what):
 def plot_traces(page, div_id):
     """The traces Plotly drew in a div: type, z, x, y (read from the element itself)."""
     return page.evaluate(
-        """id => document.getElementById(id).data.map(t => ({type: t.type, z: t.z, x: t.x, y: t.y}))""", div_id)
+        """id => document.getElementById(id).data.map(t => ({type: t.type, z: t.z, x: t.x, y: t.y}))""", div_id
+    )
 
 
 def cell_position(page, div_id, x, y):
@@ -52,4 +62,6 @@ def cell_position(page, div_id, x, y):
              const div = document.getElementById(id), fl = div._fullLayout;
              const box = div.querySelector(".main-svg").getBoundingClientRect();
              return [box.left + fl.xaxis._offset + fl.xaxis.l2p(x), box.top + fl.yaxis._offset + fl.yaxis.l2p(y)];
-           }""", [div_id, x, y])
+           }""",
+        [div_id, x, y],
+    )

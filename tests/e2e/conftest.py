@@ -36,8 +36,14 @@ from django.conf import settings
 from tests import _make
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SCREENSHOTS = Path(settings.BASE_DIR) / "artifacts" / "screenshots"
 TIMEOUT_MS = 20_000
 
@@ -72,8 +78,13 @@ def browser_context(django_db_setup: None) -> Iterator[Any]:
     try:
         try:
             context = pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, accept_downloads=True,
-                viewport={"width": 1280, "height": 900})
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                accept_downloads=True,
+                viewport={"width": 1280, "height": 900},
+            )
         except Exception as e:  # noqa: BLE001 - any launch failure is "no usable browser"
             _unavailable(f"{CHROMIUM} did not start ({type(e).__name__}: {e})")
         context.set_default_timeout(TIMEOUT_MS)
@@ -128,8 +139,14 @@ def page(browser_context: Any, site: Site, request: pytest.FixtureRequest) -> It
     p.errors = []  # type: ignore[attr-defined]
     p.on("pageerror", lambda e: p.errors.append(f"pageerror: {e}"))
     # A 4xx page is a tested answer, not a script error: the browser's "Failed to load resource" is left out.
-    p.on("console", lambda m: p.errors.append(f"console.{m.type}: {m.text}")
-         if m.type == "error" and not m.text.startswith("Failed to load resource") else None)
+    p.on(
+        "console",
+        lambda m: (
+            p.errors.append(f"console.{m.type}: {m.text}")
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
     yield p
     failed = getattr(request.node, "rep_call", None)
     if failed is not None and failed.failed:
@@ -168,7 +185,6 @@ def login(site: Site) -> Callable[[Any, Any], None]:
         client = Client()
         client.force_login(user)
         cookie = client.cookies[settings.SESSION_COOKIE_NAME]
-        page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value,
-                                   "url": site.url}])
+        page.context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "value": cookie.value, "url": site.url}])
 
     return do

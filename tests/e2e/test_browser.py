@@ -40,6 +40,7 @@ TRACKERS = ["keyed", "keyless"]
 
 # --- helpers -----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def user():
     return member("ann", "operator", password=PASSWORD)
@@ -85,6 +86,7 @@ def reload_until(page, check, timeout=30.0, what="the page to change"):
 
 # --- log in and the launch form ----------------------------------------------------------------
 
+
 def test_an_anonymous_visitor_is_sent_to_log_in_and_then_gets_the_launch_form(page, site, user, shot):
     page.goto(site.url + "/")  # reading needs a login (SWEEPSITE_PUBLIC_READ is off by default)
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
@@ -121,8 +123,10 @@ def test_a_bad_launch_shows_the_form_errors_and_stores_nothing(page, site, user,
 
 # --- launch, progress, table -------------------------------------------------------------------
 
+
 def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_agentcore_s_numbers(
-        page, site, user, shot):
+    page, site, user, shot
+):
     job = jobs.load("triage")
     expected = agentsweep.sweep(agentsweep.table_configs(job), depth=2, workers=2).rows
     # Log in with the form, as a user would.
@@ -175,8 +179,20 @@ def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_age
 
     # The comparison table: every column of agentcore's table, agentcore's numbers.
     headers = [h.strip() for h in page.locator("#results thead th").all_inner_texts()]
-    assert headers == ["design", "once", "twice", "with dups", "dups", "missing", "wrong", "gave up", "denied ran",
-                       "asks", "avoidable", "calls+"]
+    assert headers == [
+        "design",
+        "once",
+        "twice",
+        "with dups",
+        "dups",
+        "missing",
+        "wrong",
+        "gave up",
+        "denied ran",
+        "asks",
+        "avoidable",
+        "calls+",
+    ]
     assert table_cells(page) == [[r.name, *r.values()] for r in expected]
     assert Scenario.objects.filter(sweep=sweep).count() == total
 
@@ -198,11 +214,16 @@ def test_the_chapter_s_table_launched_from_the_form_reaches_100_percent_with_age
 
 # --- heatmaps, scenario list, timeline ---------------------------------------------------------
 
+
 def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timeline(
-        page, site, user, login, wait_until, shot):
+    page, site, user, login, wait_until, shot
+):
     sweep = run_sweep(user, ["after-reply", "keys"], ["keyed"], depth=2, wait_until=wait_until)
-    rows = list(Scenario.objects.filter(sweep=sweep).values("id", "config", "first_point", "second_point",
-                                                               "duplicates", "calls_plus"))
+    rows = list(
+        Scenario.objects.filter(sweep=sweep).values(
+            "id", "config", "first_point", "second_point", "duplicates", "calls_plus"
+        )
+    )
     login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     page.get_by_role("link", name="heatmaps").click()
@@ -263,8 +284,12 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
     expect(page.locator("#heatmap-first .hoverlayer .hovertext")).to_contain_text(label)
     shot(page, "heatmap-hover")
     page.mouse.click(*cell_position(page, "heatmap-first", first, config))  # a full-page shot may scroll
-    expect(page).to_have_url(re.compile(rf"/sweeps/{sweep.pk}/scenarios/\?config={config}&first_point={first}"
-                                        r"&sum=duplicates$"))
+    expect(page).to_have_url(
+        re.compile(
+            rf"/sweeps/{sweep.pk}/scenarios/\?config={config}&first_point={first}"
+            r"&sum=duplicates$"
+        )
+    )
     behind = [r for r in rows if r["config"] == config and r["first_point"] == first]
     expect(page.locator("#count")).to_have_text(str(len(behind)))
     expect(page.locator("#scenarios tbody tr")).to_have_count(len(behind))
@@ -286,16 +311,19 @@ def test_the_heatmaps_draw_one_cell_per_stored_point_and_a_click_opens_a_timelin
 
 
 def test_a_depth_3_heatmap_cell_opens_the_third_points_of_its_pair_and_a_third_cell_its_timeline(
-        page, site, user, login, wait_until, shot):
+    page, site, user, login, wait_until, shot
+):
     sweep = run_sweep(user, ["once-per-turn"], ["keyed"], depth=3, wait_until=wait_until)
-    thrice = list(Scenario.objects.filter(sweep=sweep, third_point__gt=0).values(
-        "id", "first_point", "second_point", "third_point", "duplicates", "asks"))
+    thrice = list(
+        Scenario.objects.filter(sweep=sweep, third_point__gt=0).values(
+            "id", "first_point", "second_point", "third_point", "duplicates", "asks"
+        )
+    )
     # A pair whose thrice scenarios differ in duplicates (some cells coloured, some not).
     pairs = defaultdict(list)
     for r in thrice:
         pairs[r["first_point"], r["second_point"]].append(r)
-    (first, second), cells = next((k, v) for k, v in sorted(pairs.items())
-                                  if len({r["duplicates"] for r in v}) > 1)
+    (first, second), cells = next((k, v) for k, v in sorted(pairs.items()) if len({r["duplicates"] for r in v}) > 1)
     login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")
     expect(page.locator("#heatmap-second.js-plotly-plot")).to_be_visible()
@@ -334,8 +362,8 @@ def test_a_depth_3_heatmap_cell_opens_the_third_points_of_its_pair_and_a_third_c
 
 # --- export ------------------------------------------------------------------------------------
 
-def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
-        page, site, user, login, wait_until, shot):
+
+def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, DESIGNS, TRACKERS, depth=1, wait_until=wait_until)
     expected = expected_rows(DESIGNS, TRACKERS, depth=1)
     login(page, user)
@@ -347,9 +375,10 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     # What `python -m agentcore table --format csv` prints, each row ending with the sweep's conditions,
     # a name a spreadsheet would run as a formula ("+ idempotency keys") neutralised with a '.
     cli = render(expected, "csv").splitlines()
-    assert text.splitlines() == [cli[0] + ",crash_model,fsync,tracker_fault,tool_faults,person_faults,model,seed",
-                                 *(exports.spreadsheet_cell(line) + ",panic,on,none,first,truthful,fixed,0"
-                                   for line in cli[1:])]
+    assert text.splitlines() == [
+        cli[0] + ",crash_model,fsync,tracker_fault,tool_faults,person_faults,model,seed",
+        *(exports.spreadsheet_cell(line) + ",panic,on,none,first,truthful,fixed,0" for line in cli[1:]),
+    ]
 
     name, text = export_download(page, page.locator(f"a[href='/sweeps/{sweep.pk}/export/scenarios.csv']"))
     assert name == f"sweep-{sweep.pk}-scenarios.csv"
@@ -376,15 +405,18 @@ def test_the_csv_exports_download_the_table_and_the_filtered_scenario_rows(
     lines = list(csv.reader(io.StringIO(text)))
     assert tuple(lines[0]) == exports.ROW_FIELDS and len(lines) - 1 == expected[0].with_dups
     col = {f: i for i, f in enumerate(lines[0])}
-    assert all(line[col["config_name"]] == "save after the reply" and int(line[col["duplicates"]]) > 0
-               for line in lines[1:])
+    assert all(
+        line[col["config_name"]] == "save after the reply" and int(line[col["duplicates"]]) > 0 for line in lines[1:]
+    )
     no_js_errors(page)
 
 
 # --- the question queue ------------------------------------------------------------------------
 
+
 def test_answering_it_happened_in_the_queue_resumes_the_scenario_and_shows_if_it_was_right(
-        page, site, user, login, shot):
+    page, site, user, login, shot
+):
     expected = expected_rows(["markers"], ["keyed"], depth=1, person="queue")
     login(page, user)
     page.goto(site.url + "/")
@@ -426,8 +458,11 @@ def test_answering_it_happened_in_the_queue_resumes_the_scenario_and_shows_if_it
 
         # The worker resumes it from its stored state; its page then shows the outcome.
         page.goto(f"{site.url}/scenarios/{scenario.pk}/")
-        reload_until(page, lambda: page.locator("h1 .status").inner_text() != "waiting",
-                     what=f"a worker to resume scenario {scenario.pk}")
+        reload_until(
+            page,
+            lambda: page.locator("h1 .status").inner_text() != "waiting",
+            what=f"a worker to resume scenario {scenario.pk}",
+        )
         expect(page.locator("h1 .status")).to_have_text("done")
         expect(page.locator("#scenario-questions")).to_contain_text("resumed: it happened (ann, ")
         expect(page.locator("#scenario-questions")).to_contain_text(f"; {verdict})")

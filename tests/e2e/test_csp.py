@@ -45,10 +45,14 @@ def test_the_heatmaps_draw_under_the_policy_and_show_markup_as_text(watched, sit
     page = watched
     configs = sweep_configs.configs_for(["after-reply"], ["keyed"])
     configs[0]["name"] = HOSTILE
-    sweep = launch.sweep_create(user=user, job_source=sweep_configs.builtin_job_source("triage"), configs=configs,
-                                depth=2)
-    wait_until(lambda: Sweep.objects.filter(pk=sweep.pk, status="done").exists(), timeout=90,
-               what=f"sweep {sweep.pk} to finish")
+    sweep = launch.sweep_create(
+        user=user, job_source=sweep_configs.builtin_job_source("triage"), configs=configs, depth=2
+    )
+    wait_until(
+        lambda: Sweep.objects.filter(pk=sweep.pk, status="done").exists(),
+        timeout=90,
+        what=f"sweep {sweep.pk} to finish",
+    )
     login(page, user)
     response = page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")
     policy = response.headers["content-security-policy"]

@@ -46,8 +46,9 @@ def status(sweep):
 
 
 def finished(sweep, wait_until, timeout=120):
-    wait_until(lambda: status(sweep) in ("done", "failed", "waiting"), timeout=timeout,
-               what=f"sweep {sweep.pk} to finish")
+    wait_until(
+        lambda: status(sweep) in ("done", "failed", "waiting"), timeout=timeout, what=f"sweep {sweep.pk} to finish"
+    )
     sweep.refresh_from_db()
     return sweep
 
@@ -57,6 +58,7 @@ def number(page, selector):
 
 
 # --- the launch form ---------------------------------------------------------------------------
+
 
 def test_the_launch_form_shows_the_planned_size_before_anything_is_launched(page, site, ann, login, shot):
     login(page, ann)
@@ -126,10 +128,11 @@ def test_the_world_is_launched_from_the_form_and_said_by_the_sweep_page(page, si
     expect(page).to_have_url(re.compile(r"/sweeps/\d+/$"))
     sweep = Sweep.objects.get()
     assert sweep_configs.conditions_of(sweep) == sweep_configs.Conditions(
-        "panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
+        "panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7
+    )
     expect(page.locator("#conditions")).to_have_text(
-        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, "
-        "seed: 7")
+        "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7"
+    )
     expect(page.locator("#status")).to_have_text(re.compile("done|waiting|failed"), timeout=60_000)
     shot(page, "world-sweep")
     no_js_errors(page)
@@ -166,14 +169,18 @@ def test_choosing_a_job_file_switches_the_source_to_upload(page, site, ann, logi
 
 # --- cancel, resume, delete -----------------------------------------------------------------------
 
+
 def test_cancel_midway_then_resume_gives_exactly_the_full_table(page, site, ann, login, wait_until, shot):
     sweep = launch.sweep_create(user=ann, job_source=TRIAGE, configs=TABLE, depth=2, runs=2, name="two runs")
     assert sweep.total_chunks == TWO_RUNS_CHUNKS
     login(page, ann)  # its owner (or staff) may cancel and resume: it loses nothing
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     expect(page.locator("#status")).to_have_text("running")
-    wait_until(lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40, timeout=60,
-               what="the workers to store some chunks")
+    wait_until(
+        lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40,
+        timeout=60,
+        what="the workers to store some chunks",
+    )
     shot(page, "running")
     page.click("#cancel")
     expect(page.locator("#status")).to_have_text("cancelled")
@@ -247,6 +254,7 @@ def test_the_owner_edits_the_name_and_notes_on_the_sweep_page(page, site, ann, l
 
 # --- small things -------------------------------------------------------------------------------
 
+
 def test_the_home_page_says_what_the_tool_is_and_offers_a_viewer_no_launch_form(page, site, login, shot):
     login(page, member("vic", "viewer"))
     page.goto(site.url + "/")
@@ -266,8 +274,9 @@ def test_a_one_configuration_sweep_says_1_configuration(page, site, ann, login, 
 
 
 def test_questions_name_the_run_as_the_timeline_does(page, site, ann, login, wait_until, shot):
-    sweep = finished(launch.sweep_create(user=ann, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue"),
-                     wait_until)
+    sweep = finished(
+        launch.sweep_create(user=ann, job_source=TRIAGE, configs=MARKERS, depth=1, person="queue"), wait_until
+    )
     assert sweep.status == Sweep.Status.WAITING
     q = Question.objects.filter(sweep=sweep).order_by("pk").first()
     login(page, ann)

@@ -34,6 +34,7 @@ def user():
 
 # --- a table number and its list ----------------------------------------------------------------
 
+
 def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, login, wait_until, shot):
     sweep = run_sweep(user, ["once-per-turn"], ["keyed"], 2, wait_until)
     (row,) = expected_rows(["once-per-turn"], ["keyed"], 2)
@@ -41,9 +42,10 @@ def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, l
     login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/")
     cells = page.locator("#results tbody tr").first.locator("td")
-    for column, number, count, title in [(1 + COLUMNS.index("dups"), row.dups, row.with_dups, "duplicate effects"),
-                                         (1 + COLUMNS.index("calls_plus"), row.calls_plus, None,
-                                          "repeated model calls")]:
+    for column, number, count, title in [
+        (1 + COLUMNS.index("dups"), row.dups, row.with_dups, "duplicate effects"),
+        (1 + COLUMNS.index("calls_plus"), row.calls_plus, None, "repeated model calls"),
+    ]:
         expect(cells.nth(column)).to_have_text(str(number))
         cells.nth(column).locator("a").click()
         expect(page.locator("#sum")).to_have_text(str(number))
@@ -67,8 +69,8 @@ def test_a_table_number_opens_a_list_that_states_that_number(page, site, user, l
 
 # --- compare two sweeps -------------------------------------------------------------------------
 
-def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
-        page, site, user, login, wait_until, shot):
+
+def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(page, site, user, login, wait_until, shot):
     source = sweep_configs.builtin_job_source("triage")
     job = json.loads(source)
     job["turns"][0]["calls"] = job["turns"][0]["calls"][:1]  # the second job files one issue, not two
@@ -123,8 +125,10 @@ def test_compare_two_sweeps_highlights_the_differences_and_downloads_them(
 
 # --- the visual timeline ------------------------------------------------------------------------
 
+
 def test_the_visual_timeline_marks_crashes_and_the_duplicate_and_leads_back_to_its_list(
-        page, site, user, login, wait_until, shot):
+    page, site, user, login, wait_until, shot
+):
     sweep = run_sweep(user, ["once-per-turn"], ["keyed"], 2, wait_until)
     login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/scenarios/?config=0&has_dups=yes&twice=yes&page=2")
@@ -136,8 +140,9 @@ def test_the_visual_timeline_marks_crashes_and_the_duplicate_and_leads_back_to_i
 
     lanes = page.locator("svg#lanes")
     expect(lanes).to_be_visible()
-    expect(lanes.locator(".lane text")).to_contain_text(["process 1", "process 2", "process 3", "checkpoint",
-                                                         "tracker", "person"])
+    expect(lanes.locator(".lane text")).to_contain_text(
+        ["process 1", "process 2", "process 3", "checkpoint", "tracker", "person"]
+    )
     expect(lanes.locator("a.mark-crash")).to_have_count(2)  # crashed twice
     expect(lanes.locator("text.label-crash")).to_have_text(["crash 1", "crash 2"])
     expect(lanes.locator("a.mark-restart")).to_have_count(2)
@@ -163,8 +168,10 @@ def test_the_visual_timeline_marks_crashes_and_the_duplicate_and_leads_back_to_i
 
 # --- heatmaps -----------------------------------------------------------------------------------
 
+
 def test_heatmaps_name_kinds_redraw_on_a_new_metric_and_a_second_map_cell_opens_its_timeline(
-        page, site, user, login, wait_until, shot):
+    page, site, user, login, wait_until, shot
+):
     sweep = run_sweep(user, ["once-per-turn", "keys"], ["keyed"], 2, wait_until)
     login(page, user)
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/?config=0")

@@ -21,8 +21,20 @@ from tests.sweeps._web import member
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-TITLES = ["design", "once", "twice", "with dups", "dups", "missing", "wrong", "gave up", "denied ran", "asks",
-          "avoidable", "calls+"]
+TITLES = [
+    "design",
+    "once",
+    "twice",
+    "with dups",
+    "dups",
+    "missing",
+    "wrong",
+    "gave up",
+    "denied ran",
+    "asks",
+    "avoidable",
+    "calls+",
+]
 
 
 @pytest.fixture
@@ -52,12 +64,15 @@ def settled(sweep):
     """The workers stored every chunk and resumed every answer: only open questions may be left."""
     status = Sweep.objects.values_list("status", flat=True).get(pk=sweep.pk)
     assert status != Sweep.Status.FAILED, Sweep.objects.get(pk=sweep.pk).error
-    return not (Chunk.objects.filter(sweep=sweep, stored=False).exists()
-                or Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).exists())
+    return not (
+        Chunk.objects.filter(sweep=sweep, stored=False).exists()
+        or Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).exists()
+    )
 
 
 def test_a_queue_sweep_of_the_table_answered_truthfully_shows_the_scripted_table(
-        page, site, user, login, wait_until, shot):
+    page, site, user, login, wait_until, shot
+):
     expected = agentsweep.sweep(agentsweep.table_configs(jobs.load("triage")), depth=2, workers=2).rows
     login(page, user)
     sweep = launch(page, site, person="queue")
@@ -89,7 +104,8 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_shows_the_scripted_table
             shot(page, "queue")
         page.locator("#answer-all").click()
         expect(page.locator(".messages")).to_contain_text(
-            re.compile(r"\d+ open questions? answered from the tracker's records"))
+            re.compile(r"\d+ open questions? answered from the tracker's records")
+        )
         rounds += 1
     assert rounds > 1
 
@@ -106,8 +122,14 @@ def test_a_queue_sweep_of_the_table_answered_truthfully_shows_the_scripted_table
 def test_the_table_grows_live_marked_partial_until_the_sweep_is_done(page, site, user, login, shot):
     # Four job runs in sequence (134,376 scenarios): long enough, merged equal states and all, for
     # the 1.5 s poll to see the table grow (storing the rows takes most of it).
-    expected = agentsweep.sweep([agentsweep.Config(c.job, c.design, c.tracker, 4, name=c.name)
-                                 for c in agentsweep.table_configs(jobs.load("triage"))], depth=2, workers=2).rows
+    expected = agentsweep.sweep(
+        [
+            agentsweep.Config(c.job, c.design, c.tracker, 4, name=c.name)
+            for c in agentsweep.table_configs(jobs.load("triage"))
+        ],
+        depth=2,
+        workers=2,
+    ).rows
     login(page, user)
     sweep = launch(page, site, person="scripted", runs=4)
     page.evaluate("window.notReloaded = true")  # gone if the page reloads: the cells change in place

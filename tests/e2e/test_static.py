@@ -52,8 +52,12 @@ def test_the_admin_login_page_loads_its_stylesheet(page, site):
 
 def test_a_heatmap_page_says_so_when_plotly_cannot_be_loaded(page, site, login):
     user = member("sam", "viewer")
-    sweep = launch.sweep_create(user=user, job_source=sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.configs_for(["keys"], ["keyed"]), depth=1)
+    sweep = launch.sweep_create(
+        user=user,
+        job_source=sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.configs_for(["keys"], ["keyed"]),
+        depth=1,
+    )
     login(page, user)
     page.route(re.compile(r".*/plotly\.min\..*js$"), lambda route: route.abort())
     page.goto(f"{site.url}/sweeps/{sweep.pk}/heatmap/")

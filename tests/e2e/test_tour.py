@@ -32,13 +32,26 @@ def snap(page, name: str, full: bool = False) -> None:
 
 
 def wait_done(sweep_id: int, wait_until) -> Sweep:
-    wait_until(lambda: Sweep.objects.filter(pk=sweep_id, status__in=["done", "failed", "waiting"]).exists(),
-               timeout=120, what=f"sweep {sweep_id} to finish")
+    wait_until(
+        lambda: Sweep.objects.filter(pk=sweep_id, status__in=["done", "failed", "waiting"]).exists(),
+        timeout=120,
+        what=f"sweep {sweep_id} to finish",
+    )
     return Sweep.objects.get(pk=sweep_id)
 
 
-def launch(page, site, *, preset: str = "table", designs=(), trackers=(), depth: str = "2",
-           person: str = "scripted", name: str = "", runs: str = "1") -> int:
+def launch(
+    page,
+    site,
+    *,
+    preset: str = "table",
+    designs=(),
+    trackers=(),
+    depth: str = "2",
+    person: str = "scripted",
+    name: str = "",
+    runs: str = "1",
+) -> int:
     page.goto(site.url + "/")
     page.fill("input[name=runs]", runs)
     page.check(f"input[name=preset][value={preset}]")
@@ -77,8 +90,9 @@ def test_the_tour_of_the_main_flows(page, site, wait_until):
     # 3. The chapter's table at 2 runs, launched: the table grows live, marked partial; then done.
     table_id = launch(page, site, name="the chapter's table, 2 runs", runs="2")
     expect(page.locator("#table-partial")).to_be_visible()
-    wait_until(lambda: Scenario.objects.filter(sweep_id=table_id).count() > 8000, timeout=120,
-               what="a part of the table")
+    wait_until(
+        lambda: Scenario.objects.filter(sweep_id=table_id).count() > 8000, timeout=120, what="a part of the table"
+    )
     page.wait_for_timeout(1600)  # the page's next poll
     snap(page, "03-sweep-running")
     sweep = wait_done(table_id, wait_until)
@@ -101,15 +115,26 @@ def test_the_tour_of_the_main_flows(page, site, wait_until):
     snap(page, "06-scenarios")
 
     # 6. A twice scenario with duplicates: its timeline, drawn as swimlanes.
-    target = (Scenario.objects.filter(sweep_id=table_id, config=0, second_point__gt=0, duplicates__gt=0)
-              .order_by("first_point", "second_point").first())
+    target = (
+        Scenario.objects.filter(sweep_id=table_id, config=0, second_point__gt=0, duplicates__gt=0)
+        .order_by("first_point", "second_point")
+        .first()
+    )
     page.goto(f"{site.url}/scenarios/{target.pk}/")
     expect(page.locator("#timeline")).to_be_visible()
     snap(page, "07-timeline")
 
     # 7. The question queue: the real loop with a keyless tracker, people answer.
-    queue_id = launch(page, site, preset="custom", designs=["loop"], trackers=["keyless"], person="queue",
-                      name="real loop, keyless, people answer", runs="2")
+    queue_id = launch(
+        page,
+        site,
+        preset="custom",
+        designs=["loop"],
+        trackers=["keyless"],
+        person="queue",
+        name="real loop, keyless, people answer",
+        runs="2",
+    )
     # Off the sweep page while it runs: that page reloads itself when its status changes, which
     # aborted the navigation below once (ERR_ABORTED) when the two met.
     page.goto("about:blank")
@@ -117,6 +142,7 @@ def test_the_tour_of_the_main_flows(page, site, wait_until):
     page.goto(f"{site.url}/sweeps/{queue_id}/questions/")
     expect(page.locator("main")).to_contain_text("did this call happen?")
     snap(page, "08-questions")
+
     # Every question answered truthfully, round after round, until the sweep is done (a deadline,
     # not a count of rounds: on a loaded machine a round's resumes take longer).
     def answered_to_the_end() -> bool:

@@ -69,8 +69,10 @@ class PrivateRedis:
 
     def __init__(self, folder: Path) -> None:
         if REDIS_SERVER is None:
-            unavailable("redis-server is not installed (apt-get install redis-server): the broker fault tests "
-                        "start a private one")
+            unavailable(
+                "redis-server is not installed (apt-get install redis-server): the broker fault tests "
+                "start a private one"
+            )
         self.folder = folder
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -84,15 +86,34 @@ class PrivateRedis:
         self.starts += 1
         log = (self.folder / f"redis-{self.starts}.log").open("w")
         self.proc = subprocess.Popen(
-            [str(REDIS_SERVER), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--dir", str(self.folder), "--protected-mode", "yes"],
-            stdout=log, stderr=subprocess.STDOUT)
+            [
+                str(REDIS_SERVER),
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--dir",
+                str(self.folder),
+                "--protected-mode",
+                "yes",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         log.close()
         deadline = time.monotonic() + 20
         while not _answers(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the private redis-server did not start on port {self.port}: "
-                                   f"{(self.folder / f'redis-{self.starts}.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"the private redis-server did not start on port {self.port}: "
+                    f"{(self.folder / f'redis-{self.starts}.log').read_text()[-2000:]}"
+                )
             time.sleep(0.05)
 
     def kill(self) -> None:
@@ -145,9 +166,14 @@ def filesystem_options(folder: Path) -> dict[str, Any]:
     base = folder / "broker"
     for sub in ("out", "processed", "control"):
         (base / sub).mkdir(parents=True, exist_ok=True)
-    return {"data_folder_in": str(base / "out"), "data_folder_out": str(base / "out"),
-            "processed_folder": str(base / "processed"), "control_folder": str(base / "control"),
-            "store_processed": False, "polling_interval": 0.05}
+    return {
+        "data_folder_in": str(base / "out"),
+        "data_folder_out": str(base / "out"),
+        "processed_folder": str(base / "processed"),
+        "control_folder": str(base / "control"),
+        "store_processed": False,
+        "polling_interval": 0.05,
+    }
 
 
 def _state(pid: int) -> str:
@@ -157,7 +183,7 @@ def _state(pid: int) -> str:
             stat = f.read()
     except OSError:
         return ""
-    return stat[stat.rindex(")") + 2:].split()[0]
+    return stat[stat.rindex(")") + 2 :].split()[0]
 
 
 def _children(pid: int) -> list[int]:
@@ -170,7 +196,7 @@ def _children(pid: int) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         if int(fields[1]) == pid and fields[0] != "Z":
             out.append(int(entry))
     return out
@@ -184,8 +210,16 @@ def holder(pid: int) -> str:
 class Workers:
     """Celery worker processes on the test's broker and the test database, each in its own process group."""
 
-    def __init__(self, folder: Path, env: dict[str, str], *, pool: str = "prefork", concurrency: int = 2,
-                 module: str | None = None, queue: str | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        env: dict[str, str],
+        *,
+        pool: str = "prefork",
+        concurrency: int = 2,
+        module: str | None = None,
+        queue: str | None = None,
+    ) -> None:
         self.folder, self.env, self.pool, self.concurrency = folder, env, pool, concurrency
         self.queue = queue  # another queue than the session's (workers of the test's own on a shared broker)
         self.module = module  # a wrapper module run instead of `-m celery` (tests/sweeps/_poison_worker.py)
@@ -196,16 +230,23 @@ class Workers:
         new = []
         for _ in range(n):
             i = len(self.procs)
-            argv = sweepworkers.worker_argv(self._name(i), "INFO", pool=self.pool, concurrency=self.concurrency,
-                                            queue=self.queue)
+            argv = sweepworkers.worker_argv(
+                self._name(i), "INFO", pool=self.pool, concurrency=self.concurrency, queue=self.queue
+            )
             if self.module:
                 argv[1:3] = ["-m", self.module]
             if queue:
                 argv[argv.index("-Q") + 1] = queue
             log = self.folder / f"worker-{i}.log"
             with log.open("w") as out:
-                proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                        cwd=settings.BASE_DIR, start_new_session=True)
+                proc = subprocess.Popen(
+                    argv,
+                    env=self.env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    cwd=settings.BASE_DIR,
+                    start_new_session=True,
+                )
             self.procs.append(proc)
             self.logs.append(log)
             new.append(proc)
@@ -309,8 +350,22 @@ def _design(name: str) -> Any:
 
 def record_key(config: int, r: Any) -> tuple:
     """What a stored scenario row and an agentcore record must agree on."""
-    return (config, r.first_point, r.first_kind, r.first_label, r.second_point or 0, r.second_kind or "",
-            r.second_label or "", r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus, r.status)
+    return (
+        config,
+        r.first_point,
+        r.first_kind,
+        r.first_label,
+        r.second_point or 0,
+        r.second_kind or "",
+        r.second_label or "",
+        r.duplicates,
+        r.missing,
+        r.asks,
+        r.approvals,
+        r.model_calls,
+        r.calls_plus,
+        r.status,
+    )
 
 
 class Lab:
@@ -339,8 +394,9 @@ class Lab:
 def filesystem_lab(folder: Path, stall: float) -> Iterator[Lab]:
     """The embedded default's broker (a filesystem folder in `folder`), its workers' stall period `stall`."""
     options = filesystem_options(folder)
-    with private_broker("filesystem://", options, {"SWEEPSITE_VAR": str(folder),
-                                                   "SWEEPSITE_STALL_SECONDS": str(stall)}) as env:
+    with private_broker(
+        "filesystem://", options, {"SWEEPSITE_VAR": str(folder), "SWEEPSITE_STALL_SECONDS": str(stall)}
+    ) as env:
         lab = Lab(folder, env)
         try:
             yield lab
@@ -356,8 +412,9 @@ def redis_lab(folder: Path, stall: float) -> Iterator[Lab]:
     redis.start()
     try:
         options = {"visibility_timeout": 300, "priority_steps": list(range(PRIORITIES))}
-        with private_broker(redis.url, options, {"CELERY_BROKER_URL": redis.url,
-                                                 "SWEEPSITE_STALL_SECONDS": str(stall)}) as env:
+        with private_broker(
+            redis.url, options, {"CELERY_BROKER_URL": redis.url, "SWEEPSITE_STALL_SECONDS": str(stall)}
+        ) as env:
             lab = Lab(folder, env, redis)
             try:
                 yield lab

@@ -61,10 +61,21 @@ def chunk_ids_unstored(sweep: Sweep) -> list[int]:
 
 def launch_data(**kw: Any) -> dict[str, Any]:
     """A valid launch form (the triage job, the chapter's table), with changes."""
-    data: dict[str, Any] = {"job": "triage", "preset": "table", "depth": "2", "runs": "1", "person": "scripted",
-                            "crash_model": "panic", "fsync": "on", "tracker_fault": "none", "tool_faults": "first",
-                            "person_faults": "truthful", "model": "fixed", "seed": "0",
-                            "request_token": uuid.uuid4().hex}
+    data: dict[str, Any] = {
+        "job": "triage",
+        "preset": "table",
+        "depth": "2",
+        "runs": "1",
+        "person": "scripted",
+        "crash_model": "panic",
+        "fsync": "on",
+        "tracker_fault": "none",
+        "tool_faults": "first",
+        "person_faults": "truthful",
+        "model": "fixed",
+        "seed": "0",
+        "request_token": uuid.uuid4().hex,
+    }
     data.update(kw)
     return data
 

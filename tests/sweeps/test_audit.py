@@ -40,18 +40,29 @@ def create(**kw):
 def test_the_dashboards_counts_verdicts_and_witnesses_equal_the_clis(celery_workers, wait_until):
     a = create()
     wait_until(lambda: Audit.objects.get(pk=a.pk).status == Audit.Status.DONE, timeout=300, what="the audit done")
-    cli = agentaudit.audit(jobs.load("triage"), [designs.get(d) for d in DESIGNS], TRACKERS,
-                           [agentaudit.world(w) for w in WORLDS], every=True, site="")
+    cli = agentaudit.audit(
+        jobs.load("triage"),
+        [designs.get(d) for d in DESIGNS],
+        TRACKERS,
+        [agentaudit.world(w) for w in WORLDS],
+        every=True,
+        site="",
+    )
     a.refresh_from_db()
     mine = selectors.audit_subjects(a, list(a.units.all()))
     assert [agentaudit.verdict(s) for s in mine] == [agentaudit.verdict(s) for s in cli.subjects]
-    assert [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in mine] == \
-        [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in cli.subjects]
+    assert [{w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in mine] == [
+        {w: (c.scenarios, c.breaks, c.expected, c.skipped) for w, c in s.cells.items()} for s in cli.subjects
+    ]
     # the CLI's links name the built-in job, the dashboard's its audit: the rest is the same
-    assert {s.name: s.witness.link.replace("job=triage", f"audit={a.pk}") for s in cli.subjects if s.witness} == \
-        {name: w["link"] for name, w in a.witnesses.items()}
-    assert {s.name: [line.replace("job=triage", f"audit={a.pk}") for line in agentaudit.witness_lines(s.witness)]
-            for s in cli.subjects if s.witness} == {name: w["lines"] for name, w in a.witnesses.items()}
+    assert {s.name: s.witness.link.replace("job=triage", f"audit={a.pk}") for s in cli.subjects if s.witness} == {
+        name: w["link"] for name, w in a.witnesses.items()
+    }
+    assert {
+        s.name: [line.replace("job=triage", f"audit={a.pk}") for line in agentaudit.witness_lines(s.witness)]
+        for s in cli.subjects
+        if s.witness
+    } == {name: w["lines"] for name, w in a.witnesses.items()}
 
 
 @pytest.mark.django_db
@@ -79,13 +90,16 @@ def test_the_unstored_units_are_queued_on_launch_and_again_by_resume(monkeypatch
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("kw, message", [
-    ({"designs": ["nope"]}, "unknown design"),
-    ({"trackers": ["nope"]}, "unknown tracker mode"),
-    ({"worlds": ["nope"]}, "unknown world model"),
-    ({"designs": []}, "at least one design"),
-    ({"job_source": "{"}, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"designs": ["nope"]}, "unknown design"),
+        ({"trackers": ["nope"]}, "unknown tracker mode"),
+        ({"worlds": ["nope"]}, "unknown world model"),
+        ({"designs": []}, "at least one design"),
+        ({"job_source": "{"}, "not valid JSON"),
+    ],
+)
 def test_bad_input_raises_a_clear_error_and_stores_nothing(monkeypatch, kw, message):
     record_enqueued(monkeypatch)
     with pytest.raises(ValidationError, match=message):
@@ -96,8 +110,9 @@ def test_bad_input_raises_a_clear_error_and_stores_nothing(monkeypatch, kw, mess
 @pytest.mark.django_db
 def test_the_launch_form_shows_a_bad_choice_as_a_form_error_and_stores_nothing(client, django_user_model):
     client.force_login(member("ann", "staff"))
-    r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": ["nope"], "trackers": ["keyed"],
-                                               "worlds": ["panic"]})
+    r = client.post(
+        reverse("sweeps:audits"), {"job": "triage", "designs": ["nope"], "trackers": ["keyed"], "worlds": ["panic"]}
+    )
     assert r.status_code == 400 and b"nope" in r.content
     assert not Audit.objects.exists()
 
@@ -106,8 +121,9 @@ def test_the_launch_form_shows_a_bad_choice_as_a_form_error_and_stores_nothing(c
 def test_the_launch_form_stores_an_audit_and_its_page_shows_progress(client, django_user_model, monkeypatch):
     record_enqueued(monkeypatch)
     client.force_login(member("ann", "staff"))
-    r = client.post(reverse("sweeps:audits"), {"job": "triage", "designs": DESIGNS, "trackers": TRACKERS,
-                                               "worlds": WORLDS})
+    r = client.post(
+        reverse("sweeps:audits"), {"job": "triage", "designs": DESIGNS, "trackers": TRACKERS, "worlds": WORLDS}
+    )
     a = Audit.objects.get()
     assert r.status_code == 302 and r["Location"] == reverse("sweeps:audit", args=[a.pk])
     page = client.get(r["Location"])
@@ -122,7 +138,9 @@ def test_the_report_of_a_done_audit_has_one_verdict_per_design_and_tracker(monke
         audits.audit_unit_run(unit_id=u.pk)
     report = selectors.audit_report(a.pk)
     assert [r["verdict"] for r in report["rows"]] == [
-        "real loop, keyed tracker: safe", "+ idempotency keys: broken by panic (798 of 12521 scenarios)"]
+        "real loop, keyed tracker: safe",
+        "+ idempotency keys: broken by panic (798 of 12521 scenarios)",
+    ]
     assert report["rows"][1]["witness"]["link"].startswith(f"/witness/?audit={a.pk}&variant=")
     # The page shows the witness's timeline, a line each (once, the template's own source instead).
     client.force_login(member("ann", "viewer"))
@@ -142,8 +160,22 @@ def test_the_command_says_a_bad_design_in_one_line_and_stores_nothing():
 @pytest.mark.django_db(transaction=True)
 def test_the_command_waits_and_prints_the_clis_verdicts(celery_workers):
     out = io.StringIO()
-    call_command("audit", "--design", "loop", "--design", "keys", "--tracker", "keyed", "--world", "panic",
-                 "--wait", "--timeout", "300", stdout=out, stderr=io.StringIO())
+    call_command(
+        "audit",
+        "--design",
+        "loop",
+        "--design",
+        "keys",
+        "--tracker",
+        "keyed",
+        "--world",
+        "panic",
+        "--wait",
+        "--timeout",
+        "300",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     lines = out.getvalue().splitlines()
     assert lines[0] == "real loop, keyed tracker: safe"
     assert lines[1] == "+ idempotency keys: broken by panic (798 of 12521 scenarios)"
@@ -183,9 +215,9 @@ def test_a_witness_link_to_an_audit_that_is_gone_is_a_404(client):
 
 
 @pytest.mark.django_db
-def test_a_failed_audit_s_page_offers_resume_and_the_button_queues_its_units(client, django_user_model,
-                                                                             monkeypatch,
-                                                                             django_capture_on_commit_callbacks):
+def test_a_failed_audit_s_page_offers_resume_and_the_button_queues_its_units(
+    client, django_user_model, monkeypatch, django_capture_on_commit_callbacks
+):
     sent = record_enqueued(monkeypatch)
     a = create(designs=["loop"], worlds=["panic"])
     audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
@@ -208,8 +240,9 @@ def test_a_running_audit_that_is_not_stalled_offers_no_resume(client, django_use
 
 
 @pytest.mark.django_db
-def test_resume_by_an_anonymous_user_is_refused_and_queues_nothing(client, monkeypatch,
-                                                                    django_capture_on_commit_callbacks):
+def test_resume_by_an_anonymous_user_is_refused_and_queues_nothing(
+    client, monkeypatch, django_capture_on_commit_callbacks
+):
     sent = record_enqueued(monkeypatch)
     a = create(designs=["loop"], worlds=["panic"])
     audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
@@ -221,15 +254,19 @@ def test_resume_by_an_anonymous_user_is_refused_and_queues_nothing(client, monke
 
 def lapse(ids, holder="gone:1"):
     """These units' worker died: their leases ran out a second ago."""
-    AuditUnit.objects.filter(pk__in=ids).update(holder=holder, attempts=1,
-                                                lease_until=timezone.now() - timedelta(seconds=1))
+    AuditUnit.objects.filter(pk__in=ids).update(
+        holder=holder, attempts=1, lease_until=timezone.now() - timedelta(seconds=1)
+    )
 
 
 def priorities(monkeypatch):
     """What the services publish, with each message's priority: [(task name, args, priority), ...]."""
     sent = []
-    monkeypatch.setattr(publish, "send", lambda name, args, producer, priority=publish.NORMAL:
-                        sent.append((name, tuple(args), priority)))
+    monkeypatch.setattr(
+        publish,
+        "send",
+        lambda name, args, producer, priority=publish.NORMAL: sent.append((name, tuple(args), priority)),
+    )
     return sent
 
 
@@ -246,7 +283,7 @@ def test_a_unit_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypatc
     monkeypatch.setattr(agentaudit, "sweep_unit", play)
     t0 = timezone.now()
     assert audits.audit_unit_run(unit_id=unit.pk)
-    (holder, until), = seen
+    ((holder, until),) = seen
     assert holder == leases.HOLDER and until >= t0 + timedelta(seconds=limits.LEASE_SECONDS)
     assert AuditUnit.objects.filter(pk=unit.pk).values_list("stored", "holder", "lease_until").get() == (True, "", None)
 
@@ -316,7 +353,6 @@ def test_the_stall_rule_leaves_an_audit_with_a_unit_under_a_lease_alone(monkeypa
 def test_a_worker_takes_and_renews_the_lease_of_the_audit_unit_it_plays(monkeypatch):
     from celery.signals import task_postrun, task_prerun, task_received
 
-
     sent = priorities(monkeypatch)
     ids = sorted(create(designs=["loop"]).units.values_list("pk", flat=True))
     sent.clear()  # its launch's messages
@@ -334,6 +370,7 @@ def test_a_worker_takes_and_renews_the_lease_of_the_audit_unit_it_plays(monkeypa
         assert AuditUnit.objects.get(pk=ids[1]).lease_until > timezone.now()
         assert sent == [(tasks.audit_unit_run.name, (ids[2],), publish.FIRST)]
     finally:
-        task_postrun.send(sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],),
-                          kwargs={})
+        task_postrun.send(
+            sender=tasks.audit_unit_run, task_id="u1", task=tasks.audit_unit_run, args=(ids[1],), kwargs={}
+        )
     assert keeper.playing_unit_ids() == []

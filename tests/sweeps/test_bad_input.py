@@ -89,16 +89,31 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     # unknown tools
     ("unknown-tool", job(lambda j: call(j).update(tool="delete_everything")), "unknown tool 'delete_everything'"),
     # references to results that do not exist
-    ("ref-to-no-call", job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": "call_99", "field": "number"})),
-     "refers to 'call_99', which is no call of an earlier turn"),
-    ("ref-to-same-turn", job(lambda j: call(j, 0, 1)["args"].update(x={"$result": "call_1", "field": "number"})),
-     "refers to 'call_1', which is no call of an earlier turn"),
-    ("ref-to-a-later-turn", job(lambda j: call(j, 0, 0)["args"].update(x={"$result": "call_4", "field": "n"})),
-     "refers to 'call_4'"),
-    ("ref-not-a-string", job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": 1, "field": "number"})),
-     "refers to 1"),
-    ("ref-with-extra-keys", job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": "call_1", "field": "n",
-                                                                              "x": 1})), "a reference is"),
+    (
+        "ref-to-no-call",
+        job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": "call_99", "field": "number"})),
+        "refers to 'call_99', which is no call of an earlier turn",
+    ),
+    (
+        "ref-to-same-turn",
+        job(lambda j: call(j, 0, 1)["args"].update(x={"$result": "call_1", "field": "number"})),
+        "refers to 'call_1', which is no call of an earlier turn",
+    ),
+    (
+        "ref-to-a-later-turn",
+        job(lambda j: call(j, 0, 0)["args"].update(x={"$result": "call_4", "field": "n"})),
+        "refers to 'call_4'",
+    ),
+    (
+        "ref-not-a-string",
+        job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": 1, "field": "number"})),
+        "refers to 1",
+    ),
+    (
+        "ref-with-extra-keys",
+        job(lambda j: call(j, 1, 1)["args"].update(issue={"$result": "call_1", "field": "n", "x": 1})),
+        "a reference is",
+    ),
     # deep nesting
     ("nested-25-levels", job(lambda j: j.update(description=nested(25))), "nested deeper than 20 levels"),
     ("nested-100000-brackets", b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
@@ -115,10 +130,16 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("null", b"null", "file: must be an object, not NoneType"),
     ("true", b"true", "file: must be an object, not bool"),
     # a key named twice in one object (JSON alone would keep the last, silently)
-    ("name-twice", json.dumps(TRIAGE).replace('"name": "triage"', '"name": "triage", "name": "x"', 1).encode(),
-     "hostile.json: name: the key 'name' appears more than once in its object"),
-    ("op-twice", json.dumps(TRIAGE).replace('"op": "comment"', '"op": "comment", "op": "search"', 1).encode(),
-     "hostile.json: tools.comment.op: the key 'op' appears more than once in its object"),
+    (
+        "name-twice",
+        json.dumps(TRIAGE).replace('"name": "triage"', '"name": "triage", "name": "x"', 1).encode(),
+        "hostile.json: name: the key 'name' appears more than once in its object",
+    ),
+    (
+        "op-twice",
+        json.dumps(TRIAGE).replace('"op": "comment"', '"op": "comment", "op": "search"', 1).encode(),
+        "hostile.json: tools.comment.op: the key 'op' appears more than once in its object",
+    ),
     # not JSON at all
     ("broken-json", b'{"name": "x", "tools": {', "not valid JSON"),
     ("blank", b"   \n\t ", "not valid JSON"),
@@ -132,10 +153,16 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
     ("lone-surrogate-in-name", job(lambda j: j.update(name="x\ud800")), "contains a lone surrogate"),
     ("lone-surrogate-in-a-tool", job(lambda j: call(j).update(tool="t\udfff")), "unknown tool 't\\udfff'"),
     ("nan", job(lambda j: call(j)["args"].update(n=float("nan"))), "not valid JSON (NaN is not a JSON number)"),
-    ("infinity", job(lambda j: call(j)["args"].update(n=float("inf"))),
-     "not valid JSON (Infinity is not a JSON number)"),
-    ("1e400", json.dumps(TRIAGE).replace('"Login fails after password reset"', "1e400").encode(),
-     "not valid JSON (1e400 is too large for a number)"),
+    (
+        "infinity",
+        job(lambda j: call(j)["args"].update(n=float("inf"))),
+        "not valid JSON (Infinity is not a JSON number)",
+    ),
+    (
+        "1e400",
+        json.dumps(TRIAGE).replace('"Login fails after password reset"', "1e400").encode(),
+        "not valid JSON (1e400 is too large for a number)",
+    ),
     ("5000-digit-number", b'{"name": 1' + b"1" * 5000 + b"}", "not valid JSON (Exceeds the limit"),
     # a name longer than a column
     ("long-name", job(lambda j: j.update(name="n" * 300)), "longer than 200 characters"),
@@ -143,15 +170,16 @@ HOSTILE_FILES: list[tuple[str, bytes, str]] = [
 
 
 @pytest.mark.parametrize("content,phrase", [f[1:] for f in HOSTILE_FILES], ids=[f[0] for f in HOSTILE_FILES])
-def test_hostile_job_file_is_a_form_error_and_stores_nothing(auth, enqueued, django_capture_on_commit_callbacks,
-                                                             content, phrase):
+def test_hostile_job_file_is_a_form_error_and_stores_nothing(
+    auth, enqueued, django_capture_on_commit_callbacks, content, phrase
+):
     upload = SimpleUploadedFile("hostile.json", content, content_type="application/json")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=upload))
     assert r.status_code == 400
     page = text(r)
     assert 'id="launch"' in page and 'class="errorlist' in page  # the form again, with its errors
-    assert html.escape(phrase) in page, page[page.find("errorlist") - 200:page.find("errorlist") + 800]
+    assert html.escape(phrase) in page, page[page.find("errorlist") - 200 : page.find("errorlist") + 800]
     assert counts() == (0, 0) and callbacks == [] and enqueued == []
 
 
@@ -167,12 +195,14 @@ def test_a_job_file_over_the_limit_is_refused(auth, enqueued):
 
 
 def test_a_job_too_big_for_its_sweep_is_a_form_error_with_its_figure_and_stores_nothing(
-        auth, enqueued, django_capture_on_commit_callbacks):
+    auth, enqueued, django_capture_on_commit_callbacks
+):
     content = _data.long_title_job().encode()  # valid, under the upload limit: only its cost is too big
     assert len(content) < settings.SWEEPSITE_MAX_JOB_BYTES
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
-        r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", job_file=SimpleUploadedFile("long.json",
-                                                                                                      content)))
+        r = auth.post(
+            reverse("sweeps:launch"), launch_data(job="upload", job_file=SimpleUploadedFile("long.json", content))
+        )
     assert r.status_code == 400
     page = html.unescape(text(r))
     assert "this sweep's states would carry about 3.8" in page
@@ -191,15 +221,17 @@ def test_the_plan_of_a_job_too_big_for_its_sweep_is_a_400_saying_so(auth):
 def test_a_job_file_exactly_at_the_limit_is_read(auth, settings):
     content = json.dumps(TRIAGE).encode()
     settings.SWEEPSITE_MAX_JOB_BYTES = len(content)
-    r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", depth="1",
-                                                        job_file=SimpleUploadedFile("j.json", content)))
+    r = auth.post(
+        reverse("sweeps:launch"), launch_data(job="upload", depth="1", job_file=SimpleUploadedFile("j.json", content))
+    )
     assert r.status_code == 302 and Sweep.objects.count() == 1
 
 
 def test_a_byte_order_mark_is_tolerated(auth):
     content = b"\xef\xbb\xbf" + builtin_job_source().encode()
-    r = auth.post(reverse("sweeps:launch"), launch_data(job="upload", depth="1",
-                                                        job_file=SimpleUploadedFile("bom.json", content)))
+    r = auth.post(
+        reverse("sweeps:launch"), launch_data(job="upload", depth="1", job_file=SimpleUploadedFile("bom.json", content))
+    )
     assert r.status_code == 302
     assert Sweep.objects.get().job_source == builtin_job_source()
 
@@ -217,16 +249,31 @@ def test_a_hostile_job_name_is_shown_escaped(auth):
 # --- out-of-range form values -------------------------------------------------------------------
 
 BAD_VALUES: list[dict[str, Any]] = [
-    {"depth": "4"}, {"depth": "3", "person": "queue"}, {"depth": "0"}, {"depth": "-1"}, {"depth": "two"}, {"depth": ""},
-    {"runs": "0"}, {"runs": "1000"}, {"runs": "-5"}, {"runs": "1.5"}, {"runs": "9" * 40}, {"runs": ""},
-    {"person": "x"}, {"person": ""},
+    {"depth": "4"},
+    {"depth": "3", "person": "queue"},
+    {"depth": "0"},
+    {"depth": "-1"},
+    {"depth": "two"},
+    {"depth": ""},
+    {"runs": "0"},
+    {"runs": "1000"},
+    {"runs": "-5"},
+    {"runs": "1.5"},
+    {"runs": "9" * 40},
+    {"runs": ""},
+    {"person": "x"},
+    {"person": ""},
     {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
     {"preset": "custom", "designs": ["loop+reuse_run_id"], "trackers": ["keyed"]},
     {"preset": "custom", "designs": ["loop"], "trackers": ["sometimes"]},
     {"preset": "custom", "designs": ["loop"], "trackers": []},
     {"preset": "custom", "designs": [], "trackers": []},
-    {"preset": "everything"}, {"job": "x"}, {"job": ""},
-    {"request_token": ""}, {"request_token": "x" * 10_000}, {"request_token": "' OR 1=1 --"},
+    {"preset": "everything"},
+    {"job": "x"},
+    {"job": ""},
+    {"request_token": ""},
+    {"request_token": "x" * 10_000},
+    {"request_token": "' OR 1=1 --"},
 ]
 
 
@@ -276,9 +323,18 @@ def test_unknown_scenario_is_404(client, pk):
     assert client.get(reverse("sweeps:scenario", args=[pk])).status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/sweeps/-1/", "/sweeps/x/", "/sweeps/1.5/", "/scenarios/%00/",
-                                  "/questions/0x1/answer/", "/sweeps/1/export/table.",
-                                  "/sweeps/1/export/scenarios.csv%00"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/sweeps/-1/",
+        "/sweeps/x/",
+        "/sweeps/1.5/",
+        "/scenarios/%00/",
+        "/questions/0x1/answer/",
+        "/sweeps/1/export/table.",
+        "/sweeps/1/export/scenarios.csv%00",
+    ],
+)
 def test_malformed_ids_are_404(auth, path):
     _data.make_sweep(1)
     assert auth.get(path).status_code == 404
@@ -292,6 +348,7 @@ def test_a_known_sweep_with_an_unknown_format_is_404(auth):
 
 # --- bad filter values --------------------------------------------------------------------------
 
+
 @pytest.fixture
 def sweep():
     s = _data.make_sweep(3)
@@ -303,11 +360,35 @@ def sweep():
 
 
 BAD_FILTERS = [
-    "config=x", "config=-1", "config=3", "config=99999999999999999999999", "config=1.0", "config=%00",
-    "first_point=x", "first_point=-1", "first_point=0", "first_point=1e3", "first_point=" + "9" * 50,
-    "first_point=1000001", "second_point=-3", "second_point=" + "9" * 500, "design=nope", "tracker=nope",
-    "first_kind=nope", "first_kind=%00", "twice=maybe", "has_dups=1", "asked=true", "missing=YES", "extra_calls=x",
-    "status=lost", "page=0", "page=-1", "page=x", "page=" + "9" * 30, "page=99",
+    "config=x",
+    "config=-1",
+    "config=3",
+    "config=99999999999999999999999",
+    "config=1.0",
+    "config=%00",
+    "first_point=x",
+    "first_point=-1",
+    "first_point=0",
+    "first_point=1e3",
+    "first_point=" + "9" * 50,
+    "first_point=1000001",
+    "second_point=-3",
+    "second_point=" + "9" * 500,
+    "design=nope",
+    "tracker=nope",
+    "first_kind=nope",
+    "first_kind=%00",
+    "twice=maybe",
+    "has_dups=1",
+    "asked=true",
+    "missing=YES",
+    "extra_calls=x",
+    "status=lost",
+    "page=0",
+    "page=-1",
+    "page=x",
+    "page=" + "9" * 30,
+    "page=99",
     "config=0&config=x",  # repeated: the last value counts
 ]
 
@@ -326,17 +407,29 @@ def test_bad_export_filters_are_400(auth, sweep, query, fmt):
     assert r.status_code == 400 and "bad filter values" in text(r)
 
 
-@pytest.mark.parametrize("query", [
-    "metric=bogus", "metric=%00", "metric=duplicates%20", "metric=id", "metric=__class__", "config=x", "config=-1",
-    "config=3", "config=" + "9" * 40, "metric=asks&metric=bogus",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "metric=bogus",
+        "metric=%00",
+        "metric=duplicates%20",
+        "metric=id",
+        "metric=__class__",
+        "config=x",
+        "config=-1",
+        "config=3",
+        "config=" + "9" * 40,
+        "metric=asks&metric=bogus",
+    ],
+)
 def test_bad_heatmap_options_are_400(client, sweep, query):
     r = client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + "?" + query)
     assert r.status_code == 400 and "bad heatmap options" in text(r)
 
 
-@pytest.mark.parametrize("query", ["status=closed", "status=%00", "page=0", "page=-2", "page=y", "page=" + "9" * 40,
-                                   "page=5"])
+@pytest.mark.parametrize(
+    "query", ["status=closed", "status=%00", "page=0", "page=-2", "page=y", "page=" + "9" * 40, "page=5"]
+)
 @pytest.mark.parametrize("name", ["sweeps:questions", "sweeps:sweep_questions", "sweeps:list"])
 def test_bad_list_parameters_are_400(client, sweep, name, query):
     url = reverse(name, args=[sweep.pk] if name == "sweeps:sweep_questions" else [])
@@ -346,11 +439,23 @@ def test_bad_list_parameters_are_400(client, sweep, name, query):
     assert client.get(url + "?" + query).status_code == 400
 
 
-@pytest.mark.parametrize("query", ["config=x&config=0", "metric=bogus&metric=asks", "has_dups=maybe&has_dups=yes",
-                                   "unknown=1&unknown=2", "page=1&page=1", "design=&tracker="])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "config=x&config=0",
+        "metric=bogus&metric=asks",
+        "has_dups=maybe&has_dups=yes",
+        "unknown=1&unknown=2",
+        "page=1&page=1",
+        "design=&tracker=",
+    ],
+)
 def test_repeated_and_padded_parameters_use_the_last_value(client, auth, sweep, query):
-    for url in (reverse("sweeps:scenarios", args=[sweep.pk]), reverse("sweeps:heatmap", args=[sweep.pk]),
-                reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"])):
+    for url in (
+        reverse("sweeps:scenarios", args=[sweep.pk]),
+        reverse("sweeps:heatmap", args=[sweep.pk]),
+        reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]),
+    ):
         assert auth.get(url + "?" + query).status_code == 200, url
 
 
@@ -361,6 +466,7 @@ def test_table_export_ignores_query_parameters(auth, sweep):
 
 
 # --- corrupt stored state -----------------------------------------------------------------------
+
 
 def corrupt(q: Question, how: Callable[[dict], None]) -> None:
     durable = copy.deepcopy(q.durable)
@@ -373,8 +479,11 @@ def first_file(durable: dict) -> str:
 
 
 CORRUPTIONS: list[tuple[str, Callable[[dict], None], str]] = [
-    ("broken-json", lambda d: d["files"].update({first_file(d): '{"run_id": "run-1", "turns": [tru'}),
-     "corrupt or truncated checkpoint"),
+    (
+        "broken-json",
+        lambda d: d["files"].update({first_file(d): '{"run_id": "run-1", "turns": [tru'}),
+        "corrupt or truncated checkpoint",
+    ),
     ("empty-file", lambda d: d["files"].update({first_file(d): ""}), "corrupt or truncated checkpoint"),
     ("not-a-checkpoint", lambda d: d["files"].update({first_file(d): "[1, 2]"}), "not a checkpoint"),
     ("deeply-nested", lambda d: d["files"].update({first_file(d): "[" * 100_000 + "]" * 100_000}), "checkpoint"),
@@ -386,8 +495,9 @@ CORRUPTIONS: list[tuple[str, Callable[[dict], None], str]] = [
 
 
 @pytest.mark.parametrize("how,phrase", [c[1:] for c in CORRUPTIONS], ids=[c[0] for c in CORRUPTIONS])
-def test_a_corrupt_checkpoint_is_a_clear_error_on_its_pages(auth, enqueued, django_capture_on_commit_callbacks,
-                                                            how, phrase):
+def test_a_corrupt_checkpoint_is_a_clear_error_on_its_pages(
+    auth, enqueued, django_capture_on_commit_callbacks, how, phrase
+):
     sweep = waiting_sweep()
     q = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
     corrupt(q, how)
@@ -421,10 +531,16 @@ def test_valid_checkpoints_show_no_error(auth):
     assert 'id="timeline-error"' not in text(auth.get(reverse("sweeps:scenario", args=[sc.pk])))
 
 
-@pytest.mark.parametrize("timeline,effects", [
-    ([1, "two", None], None), ("not a list", None), ({"kind": "crash"}, None),
-    ([{"kind": "start", "text": "ok"}], [1, 2]), ([{"kind": "start", "text": "ok"}], {"origin": 1}),
-])
+@pytest.mark.parametrize(
+    "timeline,effects",
+    [
+        ([1, "two", None], None),
+        ("not a list", None),
+        ({"kind": "crash"}, None),
+        ([{"kind": "start", "text": "ok"}], [1, 2]),
+        ([{"kind": "start", "text": "ok"}], {"origin": 1}),
+    ],
+)
 def test_a_corrupt_stored_timeline_is_a_clear_error(client, timeline, effects):
     s = _data.make_sweep(1)
     sc = _data.add(s, 0, 1, timeline=timeline, effects=effects)
@@ -432,10 +548,14 @@ def test_a_corrupt_stored_timeline_is_a_clear_error(client, timeline, effects):
     assert r.status_code == 200 and 'id="timeline-error"' in text(r) and "corrupt" in text(r)
 
 
-@pytest.mark.parametrize("change", [
-    {"job_source": "{not json"}, {"configs": [{"name": "x", "design": "no-such-design", "tracker": "keyed"}]},
-    {"configs": [{"name": "x"}]},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"job_source": "{not json"},
+        {"configs": [{"name": "x", "design": "no-such-design", "tracker": "keyed"}]},
+        {"configs": [{"name": "x"}]},
+    ],
+)
 def test_a_scenario_of_a_corrupt_sweep_is_a_clear_error(client, change):
     s = _data.make_sweep(1)
     sc = _data.add(s, 0, 1)
@@ -454,22 +574,28 @@ def test_a_scenario_whose_config_is_out_of_range_is_a_clear_error(client):
 
 # --- malformed requests -------------------------------------------------------------------------
 
+
 def test_too_many_fields_or_files_are_400(auth):
     fields = {**launch_data(), **{f"f{i}": "x" for i in range(settings.DATA_UPLOAD_MAX_NUMBER_FIELDS + 1)}}
     assert auth.post(reverse("sweeps:launch"), fields).status_code == 400
-    files = {**launch_data(), **{f"f{i}": SimpleUploadedFile(f"{i}.json", b"{}")
-                                 for i in range(settings.DATA_UPLOAD_MAX_NUMBER_FILES + 1)}}
+    files = {
+        **launch_data(),
+        **{f"f{i}": SimpleUploadedFile(f"{i}.json", b"{}") for i in range(settings.DATA_UPLOAD_MAX_NUMBER_FILES + 1)},
+    }
     assert auth.post(reverse("sweeps:launch"), files).status_code == 400
     assert counts() == (0, 0)
 
 
-@pytest.mark.parametrize("body,content_type", [
-    (b'--xyz\r\nContent-Disposition: form-data; name="job"\r\n\r\ntri', "multipart/form-data; boundary=xyz"),
-    (b"abc", "multipart/form-data"),
-    (b'{"job": "triage", "preset": "table"}', "application/json"),
-    (b"job=%ff%fe&depth=%00&runs=%", "application/x-www-form-urlencoded"),
-    (b"\x00" * 1000, "application/octet-stream"),
-])
+@pytest.mark.parametrize(
+    "body,content_type",
+    [
+        (b'--xyz\r\nContent-Disposition: form-data; name="job"\r\n\r\ntri', "multipart/form-data; boundary=xyz"),
+        (b"abc", "multipart/form-data"),
+        (b'{"job": "triage", "preset": "table"}', "application/json"),
+        (b"job=%ff%fe&depth=%00&runs=%", "application/x-www-form-urlencoded"),
+        (b"\x00" * 1000, "application/octet-stream"),
+    ],
+)
 def test_malformed_post_bodies_are_400(auth, enqueued, body, content_type):
     r = auth.generic("POST", reverse("sweeps:launch"), body, content_type=content_type)
     assert r.status_code == 400 and counts() == (0, 0) and enqueued == []
@@ -482,8 +608,12 @@ def test_bad_percent_encoding_in_a_query_is_400(client, sweep):
 
 @pytest.mark.parametrize("method", ["put", "patch", "delete", "options"])
 def test_other_methods_are_405(auth, sweep, method):
-    for url in (reverse("sweeps:list"), reverse("sweeps:launch"), reverse("sweeps:detail", args=[sweep.pk]),
-                reverse("sweeps:export_table", args=[sweep.pk, "csv"])):
+    for url in (
+        reverse("sweeps:list"),
+        reverse("sweeps:launch"),
+        reverse("sweeps:detail", args=[sweep.pk]),
+        reverse("sweeps:export_table", args=[sweep.pk, "csv"]),
+    ):
         assert getattr(auth, method)(url).status_code == 405
 
 

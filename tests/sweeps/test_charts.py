@@ -12,22 +12,38 @@ from agentcore import Kind, designs, jobs
 from sweeps import charts, selectors, swimlanes
 
 NAMES = ["save once per turn", "keys and markers"]
-CELLS = [{"config": 0, "first_point": 1, "duplicates": 2, "asks": 1, "calls_plus": 0, "missing": 0},
-         {"config": 0, "first_point": 3, "duplicates": 0, "asks": 0, "calls_plus": 4, "missing": 0},
-         {"config": 1, "first_point": 2, "duplicates": None, "asks": 0, "calls_plus": 0, "missing": 1}]
+CELLS = [
+    {"config": 0, "first_point": 1, "duplicates": 2, "asks": 1, "calls_plus": 0, "missing": 0},
+    {"config": 0, "first_point": 3, "duplicates": 0, "asks": 0, "calls_plus": 4, "missing": 0},
+    {"config": 1, "first_point": 2, "duplicates": None, "asks": 0, "calls_plus": 0, "missing": 1},
+]
 LABELS = {(0, 1): "reply-arrived turn 1", (0, 3): "save-renamed run-1.json", (1, 2): "tracker-accepted call_1"}
 
 
 def pair(first, second, duplicates, label, pk=None, **metrics):
-    return {"id": pk or first * 100 + second, "first_point": first, "second_point": second, "second_label": label,
-            "duplicates": duplicates, "asks": 0, "calls_plus": 0, "missing": 0, **metrics}
+    return {
+        "id": pk or first * 100 + second,
+        "first_point": first,
+        "second_point": second,
+        "second_label": label,
+        "duplicates": duplicates,
+        "asks": 0,
+        "calls_plus": 0,
+        "missing": 0,
+        **metrics,
+    }
 
 
-PAIRS = [pair(1, 1, 4, "reply-arrived turn 2"), pair(1, 2, 0, "save-half-done"),
-         pair(3, 1, 1, "tool-returned call_2", asks=2)]
+PAIRS = [
+    pair(1, 1, 4, "reply-arrived turn 2"),
+    pair(1, 2, 0, "save-half-done"),
+    pair(3, 1, 1, "tool-returned call_2", asks=2),
+]
 # The thrice scenarios of one (first, second) pair: third points 1 and 3 (2 is not stored).
-THIRDS = [{"id": 41, "third_point": 1, "third_label": "tracker-accepted call_3", "duplicates": 1, "asks": 0},
-          {"id": 43, "third_point": 3, "third_label": "save-renamed run-1.json", "duplicates": 0, "asks": 2}]
+THIRDS = [
+    {"id": 41, "third_point": 1, "third_label": "tracker-accepted call_3", "duplicates": 1, "asks": 0},
+    {"id": 43, "third_point": 3, "third_label": "save-renamed run-1.json", "duplicates": 0, "asks": 2},
+]
 
 
 def test_design_first_cells():
@@ -91,10 +107,16 @@ def test_kind_codes_are_one_per_crash_point_kind():
     assert set(charts.KIND_CODES) == {k.value for k in Kind}
     assert len(set(charts.KIND_CODES.values())) == len(Kind)
     # The codes the legend and the README name, spelled out (the mapping above is built from them).
-    assert {k: charts.KIND_CODES[k] for k in ("tracker-accepted", "save-half-done", "save-renamed",
-                                               "reply-arrived", "approval-pending")} == {
-        "tracker-accepted": "TA", "save-half-done": "SH", "save-renamed": "SR", "reply-arrived": "RA",
-        "approval-pending": "AP"}
+    assert {
+        k: charts.KIND_CODES[k]
+        for k in ("tracker-accepted", "save-half-done", "save-renamed", "reply-arrived", "approval-pending")
+    } == {
+        "tracker-accepted": "TA",
+        "save-half-done": "SH",
+        "save-renamed": "SR",
+        "reply-arrived": "RA",
+        "approval-pending": "AP",
+    }
 
 
 def test_a_kind_added_later_never_takes_an_earlier_kind_s_code():
@@ -106,10 +128,16 @@ def test_a_kind_added_later_never_takes_an_earlier_kind_s_code():
 
 
 def test_the_file_operation_and_tracker_log_kinds_have_codes_of_their_own():
-    assert {k: charts.KIND_CODES[k] for k in ("save-synced", "save-removed", "save-dir-synced", "tracker-logged",
-                                               "tracker-synced")} == {
-        "save-synced": "SS", "save-removed": "SRE", "save-dir-synced": "SD", "tracker-logged": "TL",
-        "tracker-synced": "TS"}
+    assert {
+        k: charts.KIND_CODES[k]
+        for k in ("save-synced", "save-removed", "save-dir-synced", "tracker-logged", "tracker-synced")
+    } == {
+        "save-synced": "SS",
+        "save-removed": "SRE",
+        "save-dir-synced": "SD",
+        "tracker-logged": "TL",
+        "tracker-synced": "TS",
+    }
 
 
 def test_kind_codes_are_never_shared_even_past_the_second_word_s_letters():
@@ -133,11 +161,15 @@ def test_cells_have_gaps_on_a_grey_that_zero_stands_out_from():
     assert fig["layout"]["plot_bgcolor"] == charts.GAP_COLOR != charts.COLORSCALE[0][1]
 
 
-@pytest.mark.parametrize("make", [
-    lambda m: charts.design_first_figure(CELLS, NAMES, LABELS, m),
-    lambda m: charts.first_second_figure(PAIRS, {}, "keys", m),
-    lambda m: charts.third_figure(THIRDS, "keys", (1, 2), ("reply-arrived turn 1", "save-half-done"), m),
-], ids=["first", "second", "third"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda m: charts.design_first_figure(CELLS, NAMES, LABELS, m),
+        lambda m: charts.first_second_figure(PAIRS, {}, "keys", m),
+        lambda m: charts.third_figure(THIRDS, "keys", (1, 2), ("reply-arrived turn 1", "save-half-done"), m),
+    ],
+    ids=["first", "second", "third"],
+)
 def test_a_figure_carries_every_metric_view(make):
     """What the page swaps in on another metric is the figure it would have drawn for that metric."""
     views = make("duplicates")["metrics"]
@@ -189,6 +221,7 @@ def test_first_second_hover_names_the_scenario_a_click_opens():
 
 # --- the visual timeline -----------------------------------------------------------------------
 
+
 def played(design, tracker, plan):
     job = jobs.load("triage")
     p = agentsweep.play(agentsweep.Config(job, designs.get(design), tracker), plan, agentsweep.Options(timeline=True))
@@ -207,7 +240,13 @@ def test_lanes_one_process_per_restart_then_checkpoint_tracker_person():
     events, effects = played("once-per-turn", "keyed", (5, 3))
     lanes = swimlanes.timeline_lanes(events, effects)
     assert [lane["name"] for lane in lanes["lanes"]] == [
-        "process 1", "process 2", "process 3", "checkpoint", "tracker", "person"]
+        "process 1",
+        "process 2",
+        "process 3",
+        "checkpoint",
+        "tracker",
+        "person",
+    ]
     assert [b["end"] for b in lanes["bars"]] == ["crash", "crash", "done"]
 
 
@@ -245,11 +284,14 @@ def test_no_duplicate_no_duplicate_mark():
 
 def test_saves_go_to_the_checkpoint_and_questions_and_answers_to_the_person():
     # A person's answer continues the process that asked (a paused process, not a restart).
-    events = [{"kind": "start", "text": "fresh run run-1"}, {"kind": "save", "text": "start"},
-              {"kind": "ladder", "text": "create_issue call_1: unknown outcome -> ask"},
-              {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"},
-              {"kind": "answer", "text": "the person answered: it happened"},
-              {"kind": "ladder", "text": "create_issue call_1: ask says it happened"}]
+    events = [
+        {"kind": "start", "text": "fresh run run-1"},
+        {"kind": "save", "text": "start"},
+        {"kind": "ladder", "text": "create_issue call_1: unknown outcome -> ask"},
+        {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"},
+        {"kind": "answer", "text": "the person answered: it happened"},
+        {"kind": "ladder", "text": "create_issue call_1: ask says it happened"},
+    ]
     lanes = swimlanes.timeline_lanes(events)
     where = [lane_name(lanes, m["y"]) for m in lanes["marks"]]
     assert where == ["process 1", "checkpoint", "process 1", "person", "person", "person"]
@@ -257,8 +299,10 @@ def test_saves_go_to_the_checkpoint_and_questions_and_answers_to_the_person():
 
 
 def test_a_waiting_scenario_s_process_ends_at_its_open_question():
-    events = [{"kind": "start", "text": "fresh run run-1"},
-              {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"}]
+    events = [
+        {"kind": "start", "text": "fresh run run-1"},
+        {"kind": "question", "text": "waiting for a person: did create_issue call_1 happen?"},
+    ]
     assert [b["end"] for b in swimlanes.timeline_lanes(events)["bars"]] == ["question"]
 
 
@@ -281,16 +325,18 @@ ESCAPED = '&lt;span style="color:red;font-size:40px"&gt;big&lt;/span&gt; &amp; &
 
 
 def test_design_first_escapes_labels_and_configuration_names():
-    fig = charts.design_first_figure(CELLS, [HOSTILE, "plain"], {**LABELS, (0, 1): "reply-arrived " + HOSTILE},
-                                     "duplicates")
+    fig = charts.design_first_figure(
+        CELLS, [HOSTILE, "plain"], {**LABELS, (0, 1): "reply-arrived " + HOSTILE}, "duplicates"
+    )
     assert fig["data"][0]["customdata"][0][0] == "reply-arrived " + ESCAPED
     assert fig["layout"]["yaxis"]["ticktext"] == [ESCAPED, "plain"]
     assert fig["data"][0]["text"][0][0] == "RA"  # the kind's code is read from the label as written
 
 
 def test_first_second_escapes_labels_and_the_configuration_name():
-    fig = charts.first_second_figure([pair(1, 1, 4, "reply-arrived " + HOSTILE)], {1: "tool-returned <i>x</i>"},
-                                     HOSTILE, "duplicates")
+    fig = charts.first_second_figure(
+        [pair(1, 1, 4, "reply-arrived " + HOSTILE)], {1: "tool-returned <i>x</i>"}, HOSTILE, "duplicates"
+    )
     heat = fig["data"][0]
     assert heat["customdata"][0][0][:2] == ["tool-returned &lt;i&gt;x&lt;/i&gt;", "reply-arrived " + ESCAPED]
     assert fig["layout"]["title"]["text"].startswith(ESCAPED + ":")
@@ -298,7 +344,7 @@ def test_first_second_escapes_labels_and_the_configuration_name():
 
 
 def test_plotly_text_escapes_only_what_plotly_reads_as_markup():
-    assert charts.plotly_text('a "quoted" \'x\' <br> & done') == 'a "quoted" \'x\' &lt;br&gt; &amp; done'
+    assert charts.plotly_text("a \"quoted\" 'x' <br> & done") == "a \"quoted\" 'x' &lt;br&gt; &amp; done"
 
 
 def test_third_cells_are_one_row_of_the_pair_s_thrice_scenarios():
@@ -318,8 +364,13 @@ def test_third_is_a_valid_plotly_figure():
 
 
 def test_third_escapes_labels_and_the_configuration_name():
-    fig = charts.third_figure([{"id": 7, "third_point": 1, "third_label": "tool-returned " + HOSTILE, "duplicates": 1}],
-                              HOSTILE, (1, 2), ("reply-arrived <i>a</i>", "save-renamed <b>b</b>"), "duplicates")
+    fig = charts.third_figure(
+        [{"id": 7, "third_point": 1, "third_label": "tool-returned " + HOSTILE, "duplicates": 1}],
+        HOSTILE,
+        (1, 2),
+        ("reply-arrived <i>a</i>", "save-renamed <b>b</b>"),
+        "duplicates",
+    )
     heat = fig["data"][0]
     assert heat["customdata"][0][0] == ["tool-returned " + ESCAPED, 7]
     assert "reply-arrived &lt;i&gt;a&lt;/i&gt;" in heat["hovertemplate"] and "<b>b</b>" not in heat["hovertemplate"]

@@ -22,8 +22,13 @@ from sweeps.workqueue import workers as sweepworkers
 
 @pytest.mark.django_db(transaction=True)
 def test_table_as_json_equals_the_cli_s():
-    cli = subprocess.run([sys.executable, "-m", "agentcore", "table", "--format", "json", "--workers", "2"],
-                         capture_output=True, text=True, check=True, cwd=settings.BASE_DIR)
+    cli = subprocess.run(
+        [sys.executable, "-m", "agentcore", "table", "--format", "json", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=settings.BASE_DIR,
+    )
     out, err = io.StringIO(), io.StringIO()
     call_command("sweep", "table", "--format", "json", "--workers", "1", "--timeout", "300", stdout=out, stderr=err)
     assert json.loads(out.getvalue()) == json.loads(cli.stdout)
@@ -57,11 +62,14 @@ def test_the_workers_on_the_queue_answer(celery_workers):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("argv", "message"), [
-    (["table", "--job", "/nonexistent/job.json"], "cannot read"),
-    (["sweep", "--design", "loop", "--tracker", "keyed", "--runs", "11"], "runs must be between 1 and 10"),
-    (["sweep", "--design", "nope", "--tracker", "keyed"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["table", "--job", "/nonexistent/job.json"], "cannot read"),
+        (["sweep", "--design", "loop", "--tracker", "keyed", "--runs", "11"], "runs must be between 1 and 10"),
+        (["sweep", "--design", "nope", "--tracker", "keyed"], "invalid choice"),
+    ],
+)
 def test_user_errors_are_one_line_and_store_nothing(argv, message):
     with pytest.raises(CommandError, match=message) as e:
         call_command("sweep", *argv)
@@ -101,8 +109,24 @@ def inline_workers(monkeypatch):
 
 @pytest.mark.django_db
 def test_the_conditions_options_are_stored_with_the_sweep(inline_workers):
-    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--crash-model",
-                 "power-cut", "--fsync", "off", "--tracker-fault", "crash", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "loop",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "1",
+        "--crash-model",
+        "power-cut",
+        "--fsync",
+        "off",
+        "--tracker-fault",
+        "crash",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     sweep = Sweep.objects.get()
     assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
     assert sweep.status == Sweep.Status.DONE
@@ -110,9 +134,28 @@ def test_the_conditions_options_are_stored_with_the_sweep(inline_workers):
 
 @pytest.mark.django_db
 def test_the_world_options_are_the_cli_s_and_stored_with_the_sweep(inline_workers):
-    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--tracker-fault",
-                 "ttl:5", "--tool-faults", "k:2", "--person", "deny:0.5", "--model", "fickle", "--seed", "7",
-                 stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "loop",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "1",
+        "--tracker-fault",
+        "ttl:5",
+        "--tool-faults",
+        "k:2",
+        "--person",
+        "deny:0.5",
+        "--model",
+        "fickle",
+        "--seed",
+        "7",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     sweep = Sweep.objects.get()
     assert conditions_of(sweep) == Conditions("panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
     assert sweep.status == Sweep.Status.DONE
@@ -120,39 +163,76 @@ def test_the_world_options_are_the_cli_s_and_stored_with_the_sweep(inline_worker
 
 @pytest.mark.django_db
 def test_the_table_command_takes_the_world_too(inline_workers):
-    call_command("sweep", "table", "--depth", "1", "--tracker-fault", "strict-params", "--model", "fresh-ids",
-                 stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "table",
+        "--depth",
+        "1",
+        "--tracker-fault",
+        "strict-params",
+        "--model",
+        "fresh-ids",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     sweep = Sweep.objects.get()
     assert (sweep.tracker_fault, sweep.model, len(sweep.configs)) == ("strict-params", "fresh-ids", 11)
 
 
 @pytest.mark.django_db
 def test_without_the_conditions_options_the_sweep_has_agentcore_s_defaults(inline_workers):
-    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1",
-                 stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "loop",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "1",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     assert conditions_of(Sweep.objects.get()) == Conditions()
 
 
 @pytest.mark.django_db
 def test_a_planted_store_bug_is_stored_in_the_design_s_name(inline_workers):
-    call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "1", "--bug", "skip_dir_fsync",
-                 stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "loop",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "1",
+        "--bug",
+        "skip_dir_fsync",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     assert Sweep.objects.get().configs[0]["design"] == "loop+skip_dir_fsync"
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("argv", "message"), [
-    (["table", "--crash-model", "earthquake"], "invalid choice: 'earthquake'"),
-    (["table", "--fsync", "maybe"], "invalid choice: 'maybe'"),
-    (["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "flaky"],
-     "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
-    (["table", "--tracker-fault", "ttl:0"], "'ttl:0': N must be a whole number from 1 to 10000"),
-    (["table", "--tool-faults", "k:x"], "'k:x': N must be a whole number from 0 to 100"),
-    (["table", "--person", "liar"], "unknown person 'liar'"),
-    (["table", "--model", "random"], "invalid choice: 'random'"),
-    (["table", "--seed", "-1"], "must be at least 0, not -1"),
-    (["table", "--seed", "2147483648"], "seed must be a whole number from 0 to 2147483647, not 2147483648"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["table", "--crash-model", "earthquake"], "invalid choice: 'earthquake'"),
+        (["table", "--fsync", "maybe"], "invalid choice: 'maybe'"),
+        (
+            ["sweep", "--design", "loop", "--tracker", "keyed", "--tracker-fault", "flaky"],
+            "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)",
+        ),
+        (["table", "--tracker-fault", "ttl:0"], "'ttl:0': N must be a whole number from 1 to 10000"),
+        (["table", "--tool-faults", "k:x"], "'k:x': N must be a whole number from 0 to 100"),
+        (["table", "--person", "liar"], "unknown person 'liar'"),
+        (["table", "--model", "random"], "invalid choice: 'random'"),
+        (["table", "--seed", "-1"], "must be at least 0, not -1"),
+        (["table", "--seed", "2147483648"], "seed must be a whole number from 0 to 2147483647, not 2147483648"),
+    ],
+)
 def test_bad_conditions_on_the_command_line_are_one_line_and_store_nothing(argv, message):
     with pytest.raises(CommandError, match=re.escape(message)) as e:
         call_command("sweep", *argv)
@@ -161,15 +241,18 @@ def test_bad_conditions_on_the_command_line_are_one_line_and_store_nothing(argv,
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("options", "message"), [
-    ({"crash_model": "earthquake"}, "crash model must be one of panic, power-cut, kill, not 'earthquake'"),
-    ({"fsync": "maybe"}, "--fsync must be on or off, not 'maybe'"),
-    ({"tracker_fault": "flaky"}, "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
-    ({"tool_faults": "k:101"}, "tool faults 'k:101': N must be a whole number from 0 to 100"),
-    ({"person_faults": "deny:2"}, "person faults 'deny:2': P must be a probability from 0 to 1"),
-    ({"model": "random"}, "unknown model 'random' (choose from fixed, fresh-ids, fickle)"),
-    ({"seed": -1}, "seed must be a whole number from 0 to 2147483647, not -1"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"crash_model": "earthquake"}, "crash model must be one of panic, power-cut, kill, not 'earthquake'"),
+        ({"fsync": "maybe"}, "--fsync must be on or off, not 'maybe'"),
+        ({"tracker_fault": "flaky"}, "unknown tracker fault 'flaky' (choose from none, crash, ttl:N, strict-params)"),
+        ({"tool_faults": "k:101"}, "tool faults 'k:101': N must be a whole number from 0 to 100"),
+        ({"person_faults": "deny:2"}, "person faults 'deny:2': P must be a probability from 0 to 1"),
+        ({"model": "random"}, "unknown model 'random' (choose from fixed, fresh-ids, fickle)"),
+        ({"seed": -1}, "seed must be a whole number from 0 to 2147483647, not -1"),
+    ],
+)
 def test_bad_conditions_as_keyword_arguments_are_command_errors_and_store_nothing(options, message):
     with pytest.raises(CommandError, match=re.escape(message)):
         call_command("sweep", "table", "--depth", "1", **options)
@@ -182,8 +265,20 @@ def test_depth_3_prints_agentcore_s_table_with_its_thrice_column(inline_workers)
     from agentcore import designs, jobs
 
     out = io.StringIO()
-    call_command("sweep", "sweep", "--design", "once-per-turn", "--tracker", "keyed", "--depth", "3", "--format",
-                 "json", stdout=out, stderr=io.StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "once-per-turn",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "3",
+        "--format",
+        "json",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     cfg = agentsweep.Config(jobs.load("triage"), designs.get("once-per-turn"), "keyed")
     (row,) = json.loads(out.getvalue())
     assert row == agentsweep.sweep([cfg], depth=3).rows[0].to_dict() and row["thrice"] > 0
@@ -196,10 +291,25 @@ def test_a_depth_3_sweep_too_big_to_store_is_one_line_before_asking_for_workers(
 
     asked = []
     monkeypatch.setattr(command.workers, "await_queue_worker", lambda: asked.append(1) or 0)
-    with pytest.raises(CommandError, match=r"^this sweep has about [\d,]+ scenarios at depth 3, more than the "
-                                           r"1,000,000") as e:
-        call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed", "--depth", "3", "--crash-model",
-                     "power-cut", "--fsync", "off")
+    with pytest.raises(
+        CommandError,
+        match=r"^this sweep has about [\d,]+ scenarios at depth 3, more than the "
+        r"1,000,000",
+    ) as e:
+        call_command(
+            "sweep",
+            "sweep",
+            "--design",
+            "loop",
+            "--tracker",
+            "keyed",
+            "--depth",
+            "3",
+            "--crash-model",
+            "power-cut",
+            "--fsync",
+            "off",
+        )
     assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0
 
 
@@ -212,8 +322,11 @@ def test_a_job_too_big_for_its_sweep_is_one_line_before_asking_for_workers(monke
     monkeypatch.setattr(command.workers, "await_queue_worker", lambda: asked.append(1) or 0)
     path = tmp_path / "long.json"
     path.write_text(_data.long_title_job())
-    with pytest.raises(CommandError, match=r"^this sweep's states would carry about 3\.8\d GB of its job \(about "
-                                           r"9,\d{3} scenarios, each carrying the job's 400,372 bytes") as e:
+    with pytest.raises(
+        CommandError,
+        match=r"^this sweep's states would carry about 3\.8\d GB of its job \(about "
+        r"9,\d{3} scenarios, each carrying the job's 400,372 bytes",
+    ) as e:
         call_command("sweep", "table", "--job", str(path))
     assert "more than the 1 GB a sweep may carry" in str(e.value)
     assert "\n" not in str(e.value) and asked == [] and Sweep.objects.count() == 0

@@ -8,13 +8,7 @@ from django.core.exceptions import ValidationError
 
 from sweeps import configs as sweep_configs
 from sweeps.models import Sweep
-from tests.sweeps._web import (
-    LOOP,
-    MARKERS,
-    POWER_CUT,
-    TRIAGE,
-    create,
-)
+from tests.sweeps._web import LOOP, MARKERS, POWER_CUT, TRIAGE, create
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +18,16 @@ def test_sweep_check_rejects_bad_conditions_as_create_does():
         sweep_configs.sweep_check(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="earthquake")
 
 
-@pytest.mark.parametrize("bad", [{"tracker_fault": "ttl:0"}, {"tool_faults": "k:x"}, {"person_faults": "deny:-1"},
-                                 {"model": "fickle "}, {"seed": -3}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"tracker_fault": "ttl:0"},
+        {"tool_faults": "k:x"},
+        {"person_faults": "deny:-1"},
+        {"model": "fickle "},
+        {"seed": -3},
+    ],
+)
 def test_sweep_check_rejects_a_bad_world_as_create_does(bad):
     with pytest.raises(ValidationError) as checked:
         sweep_configs.sweep_check(job_source=TRIAGE, configs=LOOP, depth=1, **bad)
@@ -57,7 +59,12 @@ def test_a_custom_configuration_is_named_as_the_table_names_it():
     """The same design and tracker mode, the same name, in a custom sweep and in the table."""
     table = {(c["design"], c["tracker"]): c["name"] for c in sweep_configs.table_configs_for()}
     custom = sweep_configs.configs_for(["loop", "keys"], ["keyed", "keyless", "lookup"])
-    assert [c["name"] for c in custom] == ["real loop, keyed tracker", "real loop, keyless tracker",
-                                           "loop, lookup tracker", "+ idempotency keys", "keys, keyless tracker",
-                                           "keys, lookup tracker"]
+    assert [c["name"] for c in custom] == [
+        "real loop, keyed tracker",
+        "real loop, keyless tracker",
+        "loop, lookup tracker",
+        "+ idempotency keys",
+        "keys, keyless tracker",
+        "keys, lookup tracker",
+    ]
     assert all(c["name"] == table[c["design"], c["tracker"]] for c in custom if (c["design"], c["tracker"]) in table)

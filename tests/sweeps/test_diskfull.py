@@ -46,37 +46,56 @@ def chained(*errors: BaseException) -> BaseException:
 
 
 def broker_full() -> BaseException:
-    return chained(no_space(), ChannelError("Cannot add file 'x.sweepsite.msg' to directory"),
-                   BrokerError("Cannot add file 'x.sweepsite.msg' to directory"))
+    return chained(
+        no_space(),
+        ChannelError("Cannot add file 'x.sweepsite.msg' to directory"),
+        BrokerError("Cannot add file 'x.sweepsite.msg' to directory"),
+    )
 
 
 # --- which errors are a full disk --------------------------------------------------------------
 
-@pytest.mark.parametrize("e", [
-    no_space(), OSError(errno.EDQUOT, "Disk quota exceeded"), broker_full(),
-    OperationalError("database or disk is full"),
-    chained(broker_full(), OperationalError("database or disk is full")),  # the sweep's UPDATE after it
-    OperationalError('could not extend file "base/16384/2619": No space left on device'),  # PostgreSQL
-], ids=["enospc", "edquot", "broker", "sqlite", "sqlite-after-broker", "postgresql"])
+
+@pytest.mark.parametrize(
+    "e",
+    [
+        no_space(),
+        OSError(errno.EDQUOT, "Disk quota exceeded"),
+        broker_full(),
+        OperationalError("database or disk is full"),
+        chained(broker_full(), OperationalError("database or disk is full")),  # the sweep's UPDATE after it
+        OperationalError('could not extend file "base/16384/2619": No space left on device'),  # PostgreSQL
+    ],
+    ids=["enospc", "edquot", "broker", "sqlite", "sqlite-after-broker", "postgresql"],
+)
 def test_a_full_disk_is_found_anywhere_in_the_chain(e):
     assert diskfull.full(e)
 
 
-@pytest.mark.parametrize("e", [
-    ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), BrokerError("Error 111 connecting"),
-    OperationalError("server closed the connection unexpectedly"), OSError(errno.EACCES, "Permission denied"),
-], ids=["refused", "broker-down", "database-down", "permission"])
+@pytest.mark.parametrize(
+    "e",
+    [
+        ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"),
+        BrokerError("Error 111 connecting"),
+        OperationalError("server closed the connection unexpectedly"),
+        OSError(errno.EACCES, "Permission denied"),
+    ],
+    ids=["refused", "broker-down", "database-down", "permission"],
+)
 def test_an_unreachable_service_is_no_full_disk(e):
     assert not diskfull.full(e)
 
 
 def test_its_reason_is_the_os_s_words_when_there_are_some():
-    assert diskfull.reason(chained(broker_full(), OperationalError("database or disk is full"))) == \
-        "No space left on device"
+    assert (
+        diskfull.reason(chained(broker_full(), OperationalError("database or disk is full")))
+        == "No space left on device"
+    )
     assert diskfull.reason(OperationalError("database or disk is full")) == "database or disk is full"
 
 
 # --- the launch -----------------------------------------------------------------------------------
+
 
 def publish_until_full(monkeypatch: pytest.MonkeyPatch, room: int) -> list[Any]:
     """The broker takes `room` messages, then its disk is full."""
@@ -108,15 +127,18 @@ def test_a_launch_whose_tasks_fill_the_disk_says_disk_full_what_is_stored_and_to
     assert r.status_code == 507
     sweep = Sweep.objects.get()
     message = page_errors(r)
-    assert message.startswith(f"the sweep did not start in full: the disk is full (No space left on device): sweep "
-                              f"{sweep.pk} is stored with 0 of its 38 chunks done so far (0 scenario rows), and "
-                              "failed, as not all of its tasks could be queued; free space on the disk that holds "
-                              "the database and the broker's messages, then resume it from its page (what is stored "
-                              "is kept)"), message
+    assert message.startswith(
+        f"the sweep did not start in full: the disk is full (No space left on device): sweep "
+        f"{sweep.pk} is stored with 0 of its 38 chunks done so far (0 scenario rows), and "
+        "failed, as not all of its tasks could be queued; free space on the disk that holds "
+        "the database and the broker's messages, then resume it from its page (what is stored "
+        "is kept)"
+    ), message
     assert "unreachable" not in message and len(sent) == 2
     assert sweep.status == Sweep.Status.FAILED and sweep.error.startswith(
         "the disk filled while its tasks were queued (No space left on device); free space on the disk that holds "
-        "the database and the broker's messages, then resume it")
+        "the database and the broker's messages, then resume it"
+    )
     # The two messages sent are played; space is freed; the resume queues the rest and the sweep finishes.
     for pk in [pk for _, args in sent for pk in (args[0] if isinstance(args[0], list) else [args[0]])]:
         chunks.chunk_run(chunk_id=pk)
@@ -158,9 +180,11 @@ def test_a_launch_whose_store_fills_the_disk_stores_nothing_and_says_disk_full(s
     monkeypatch.setattr(Chunk.objects, "bulk_create", full)  # after the sweep's INSERT
     r = staff.post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 507
-    assert page_errors(r) == ("the sweep could not be started: the disk is full (database or disk is full); free "
-                              "space on the disk that holds the database and the broker's messages, then launch it "
-                              "again (nothing was stored)")
+    assert page_errors(r) == (
+        "the sweep could not be started: the disk is full (database or disk is full); free "
+        "space on the disk that holds the database and the broker's messages, then launch it "
+        "again (nothing was stored)"
+    )
     assert counts() == (0, 0) and sent == []
 
 
@@ -172,8 +196,10 @@ def test_a_resume_on_a_full_disk_says_disk_full(staff, monkeypatch):
     r = staff.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
     page = html.unescape(r.content.decode())
     assert r.status_code == 200
-    assert ("could not resume: the disk is full (No space left on device); free space on the disk that holds the "
-            "database and the broker's messages, then try again") in page
+    assert (
+        "could not resume: the disk is full (No space left on device); free space on the disk that holds the "
+        "database and the broker's messages, then try again"
+    ) in page
 
 
 def _triage() -> str:
@@ -184,6 +210,7 @@ def _triage() -> str:
 
 # --- manage.py sweep ------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db(transaction=True)
 def test_the_sweep_command_says_disk_full_and_what_is_stored_in_one_line(monkeypatch):
     from sweeps.management.commands import sweep as command
@@ -193,8 +220,10 @@ def test_the_sweep_command_says_disk_full_and_what_is_stored_in_one_line(monkeyp
     with pytest.raises(CommandError) as e:
         call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed")
     sweep = Sweep.objects.get()
-    assert str(e.value).startswith(f"the sweep did not start in full: the disk is full (No space left on device): "
-                                   f"sweep {sweep.pk} is stored with 0 of its 38 chunks done so far")
+    assert str(e.value).startswith(
+        f"the sweep did not start in full: the disk is full (No space left on device): "
+        f"sweep {sweep.pk} is stored with 0 of its 38 chunks done so far"
+    )
     assert "then resume it from its page" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -209,13 +238,16 @@ def test_the_sweep_command_on_a_disk_full_before_the_commit_says_nothing_was_sto
     monkeypatch.setattr(Chunk.objects, "bulk_create", full)
     with pytest.raises(CommandError) as e:
         call_command("sweep", "sweep", "--design", "loop", "--tracker", "keyed")
-    assert str(e.value) == ("the sweep could not be started: the disk is full (database or disk is full); nothing "
-                            "was stored: free space on the disk that holds the database and the broker's messages, "
-                            "then run it again")
+    assert str(e.value) == (
+        "the sweep could not be started: the disk is full (database or disk is full); nothing "
+        "was stored: free space on the disk that holds the database and the broker's messages, "
+        "then run it again"
+    )
     assert counts() == (0, 0)
 
 
 # --- make run's set-up --------------------------------------------------------------------------
+
 
 def test_setup_static_on_a_full_disk_is_one_line(settings, tmp_path, monkeypatch):
     settings.STATIC_ROOT = tmp_path / "static"
@@ -227,8 +259,13 @@ def test_setup_static_on_a_full_disk_is_one_line(settings, tmp_path, monkeypatch
     with pytest.raises(CommandError) as e:
         call_command("setup_static", verbosity=0)
     message = str(e.value)
-    assert message.startswith(f"the static files could not be written into {tmp_path / 'static'}: the disk is full "
-                              "(No space left on device, ") and " MB free there); free space on that disk" in message
+    assert (
+        message.startswith(
+            f"the static files could not be written into {tmp_path / 'static'}: the disk is full "
+            "(No space left on device, "
+        )
+        and " MB free there); free space on that disk" in message
+    )
     assert "\n" not in message
 
 
@@ -249,6 +286,8 @@ def test_migrate_on_a_full_disk_is_one_line(monkeypatch):
     monkeypatch.setattr(DjangoMigrate, "handle", full)
     with pytest.raises(CommandError) as e:
         call_command("migrate", verbosity=0, stdout=io.StringIO())
-    assert str(e.value) == ("the disk is full (database or disk is full): the database could not be migrated (a "
-                            "migration's transaction is rolled back whole); free space on the disk that holds the "
-                            "database and the broker's messages, then run it again")
+    assert str(e.value) == (
+        "the disk is full (database or disk is full): the database could not be migrated (a "
+        "migration's transaction is rolled back whole); free space on the disk that holds the "
+        "database and the broker's messages, then run it again"
+    )

@@ -78,6 +78,7 @@ def at_once(*actions: Callable[[], Any]) -> list[Any]:
 
 # --- the launch form submitted twice ------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_launch_submitted_twice_is_one_sweep_enqueued_once(users, enqueued, django_capture_on_commit_callbacks):
     client = logged_in(users[0])
@@ -127,9 +128,9 @@ def test_launch_submitted_twice_at_once_is_one_sweep(users, enqueued):
 
 # --- a question answered twice ------------------------------------------------------------------
 
+
 @pytest.mark.django_db
-def test_a_double_click_on_an_answer_is_one_answer_and_one_resume(users, enqueued,
-                                                                   django_capture_on_commit_callbacks):
+def test_a_double_click_on_an_answer_is_one_answer_and_one_resume(users, enqueued, django_capture_on_commit_callbacks):
     q = open_question()
     client = logged_in(users[0])
     with django_capture_on_commit_callbacks(execute=True):
@@ -140,8 +141,12 @@ def test_a_double_click_on_an_answer_is_one_answer_and_one_resume(users, enqueue
     assert "answer stored: it did not happen" in text(first)
     assert "already answered by ann; the first answer was kept" in text(second)
     q.refresh_from_db()
-    assert (q.status, q.answer, q.answered_by, q.answered_at) == (Question.Status.ANSWERED, False, users[0],
-                                                                 answered_at)
+    assert (q.status, q.answer, q.answered_by, q.answered_at) == (
+        Question.Status.ANSWERED,
+        False,
+        users[0],
+        answered_at,
+    )
     assert sent_resumes(enqueued) == [q.pk]
 
 
@@ -165,8 +170,10 @@ def test_two_people_answering_one_after_the_other(users, enqueued, django_captur
 @pytest.mark.django_db
 def test_answer_all_twice_answers_once(users, enqueued, django_capture_on_commit_callbacks):
     sweep = _data.make_sweep(1, person=Sweep.Person.QUEUE)
-    qs = [_data.question(_data.add(sweep, 0, f, status=Scenario.Status.WAITING), f"0:call_{f}", truth=f % 2 == 0)
-          for f in (1, 2, 3)]
+    qs = [
+        _data.question(_data.add(sweep, 0, f, status=Scenario.Status.WAITING), f"0:call_{f}", truth=f % 2 == 0)
+        for f in (1, 2, 3)
+    ]
     ann, bob = (logged_in(u) for u in users)
     with django_capture_on_commit_callbacks(execute=True):
         ann.post(reverse("sweeps:answer", args=[qs[0].pk]), {"happened": "no"})  # one answered by hand first
@@ -187,8 +194,10 @@ def test_two_people_answering_at_the_same_moment(users, enqueued):
         clients = [logged_in(u) for u in users]
         url = reverse("sweeps:answer", args=[q.pk])
         before = timezone.now()
-        responses = at_once(lambda c=clients[0], u=url: c.post(u, {"happened": "yes"}, follow=True),
-                            lambda c=clients[1], u=url: c.post(u, {"happened": "no"}, follow=True))
+        responses = at_once(
+            lambda c=clients[0], u=url: c.post(u, {"happened": "yes"}, follow=True),
+            lambda c=clients[1], u=url: c.post(u, {"happened": "no"}, follow=True),
+        )
         after = timezone.now()
         pages = [text(r) for r in responses]
         assert all(r.status_code == 200 for r in responses)

@@ -41,8 +41,12 @@ def synchronous(sweep: Sweep, fmt: str, filters: dict) -> bytes:
         for row in qs.iterator(chunk_size=2000):
             d = dict(zip(LIST_FIELDS[2:], row, strict=True))
             cfg = d["config"]
-            yield {"sweep": sweep.pk, "config": cfg,
-                   "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "", **row_fields(d)}
+            yield {
+                "sweep": sweep.pk,
+                "config": cfg,
+                "config_name": names[cfg]["name"] if 0 <= cfg < len(names) else "",
+                **row_fields(d),
+            }
 
     rows_text = exports.rows_csv if fmt == "csv" else exports.rows_jsonl
     return b"".join(StreamingHttpResponse(rows_text(rows(), conditions_of(sweep), sweep.depth)).streaming_content)
@@ -89,9 +93,11 @@ def sweep():
 
 # --- one export per request -------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
-def test_a_request_makes_one_export_and_a_repeat_is_a_no_op(viewer, sweep, enqueued,
-                                                           django_capture_on_commit_callbacks):
+def test_a_request_makes_one_export_and_a_repeat_is_a_no_op(
+    viewer, sweep, enqueued, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         first = export_id_of(viewer.post(url_of(sweep, "csv", "has_dups=yes")))
     with django_capture_on_commit_callbacks(execute=True):
@@ -100,7 +106,11 @@ def test_a_request_makes_one_export_and_a_repeat_is_a_no_op(viewer, sweep, enque
     assert enqueued == [(publish.EXPORT_BUILD, (first,))]  # queued once, on commit
     export = Export.objects.get()
     assert (export.status, export.fmt, export.query, export.created_by.username) == (
-        Export.Status.PENDING, "csv", '{"has_dups":true}', "vic")
+        Export.Status.PENDING,
+        "csv",
+        '{"has_dups":true}',
+        "vic",
+    )
     # Other filters or another format are another export.
     with django_capture_on_commit_callbacks(execute=True):
         other = export_id_of(viewer.post(url_of(sweep, "jsonl", "has_dups=yes")))
@@ -117,8 +127,15 @@ def test_a_get_writes_nothing_and_offers_the_button(viewer, sweep, enqueued):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-@pytest.mark.parametrize("query,filters", [("", {}), ("has_dups=yes", {"has_dups": True}), ("config=1", {"config": 1}),
-                                           ("second_point=0", {"second_point": 0})])
+@pytest.mark.parametrize(
+    "query,filters",
+    [
+        ("", {}),
+        ("has_dups=yes", {"has_dups": True}),
+        ("config=1", {"config": 1}),
+        ("second_point=0", {"second_point": 0}),
+    ],
+)
 def test_the_file_is_byte_for_byte_the_synchronous_export(viewer, sweep, fmt, query, filters, monkeypatch):
     monkeypatch.setattr(export_files, "EXPORT_PAGE_ROWS", 5)  # many pages, their ends inside first points
     made = body(exported(viewer, url_of(sweep, fmt, query)))
@@ -134,6 +151,7 @@ def test_a_depth_3_sweep_s_file_is_the_synchronous_export_too(viewer, fmt, monke
 
 
 # --- progress, ready, reuse, never an older file ----------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_the_progress_is_stored_and_shown_while_the_file_is_written(viewer, monkeypatch):
@@ -162,8 +180,9 @@ def test_the_progress_is_stored_and_shown_while_the_file_is_written(viewer, monk
 
 
 @pytest.mark.django_db
-def test_a_done_sweep_s_ready_file_is_served_to_every_later_request(viewer, sweep, enqueued,
-                                                                    django_capture_on_commit_callbacks):
+def test_a_done_sweep_s_ready_file_is_served_to_every_later_request(
+    viewer, sweep, enqueued, django_capture_on_commit_callbacks
+):
     Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)
     first = exported(viewer, url_of(sweep, "jsonl"))
     assert first["Content-Disposition"] == f'attachment; filename="sweep-{sweep.pk}-scenarios.jsonl"'
@@ -177,8 +196,9 @@ def test_a_done_sweep_s_ready_file_is_served_to_every_later_request(viewer, swee
 
 
 @pytest.mark.django_db
-def test_a_running_sweep_s_new_rows_are_never_served_from_an_older_file(viewer, sweep, enqueued,
-                                                                        django_capture_on_commit_callbacks):
+def test_a_running_sweep_s_new_rows_are_never_served_from_an_older_file(
+    viewer, sweep, enqueued, django_capture_on_commit_callbacks
+):
     old = body(exported(viewer, url_of(sweep)))
     (older,) = Export.objects.all()
     older_file = export_files.file_path(older)
@@ -207,6 +227,7 @@ def test_the_file_url_of_an_export_not_ready_is_its_page(viewer, sweep):
 
 # --- lost, failed, taken over ----------------------------------------------------------------------
 
+
 def _age(pk: int, seconds: float, **fields) -> None:
     Export.objects.filter(pk=pk).update(beat_at=timezone.now() - timedelta(seconds=seconds), **fields)
 
@@ -214,7 +235,8 @@ def _age(pk: int, seconds: float, **fields) -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize("status", [Export.Status.PENDING, Export.Status.RUNNING])
 def test_a_lost_export_is_queued_again_by_the_next_request_and_a_live_one_is_not(
-        viewer, sweep, enqueued, django_capture_on_commit_callbacks, status):
+    viewer, sweep, enqueued, django_capture_on_commit_callbacks, status
+):
     pk = export_id_of(viewer.post(url_of(sweep)))
     _age(pk, EXPORT_STALL_SECONDS / 2, status=status, holder="alive")
     page = text(viewer.get(reverse("sweeps:export", args=[pk])))
@@ -232,8 +254,9 @@ def test_a_lost_export_is_queued_again_by_the_next_request_and_a_live_one_is_not
 
 
 @pytest.mark.django_db
-def test_a_failed_export_is_queued_again_by_the_next_request(viewer, sweep, enqueued,
-                                                            django_capture_on_commit_callbacks):
+def test_a_failed_export_is_queued_again_by_the_next_request(
+    viewer, sweep, enqueued, django_capture_on_commit_callbacks
+):
     pk = export_id_of(viewer.post(url_of(sweep)))
     assert export_files.export_failed(export_id=pk, error="OperationalError: disk I/O error")
     page = text(viewer.get(reverse("sweeps:export", args=[pk])))
@@ -293,8 +316,9 @@ def test_a_build_taken_over_midway_stops_and_leaves_no_file(viewer, monkeypatch)
 
 
 @pytest.mark.django_db
-def test_a_broker_out_of_reach_fails_the_export_with_the_reason(viewer, sweep, monkeypatch,
-                                                               django_capture_on_commit_callbacks):
+def test_a_broker_out_of_reach_fails_the_export_with_the_reason(
+    viewer, sweep, monkeypatch, django_capture_on_commit_callbacks
+):
     def down(*args, **kwargs):
         raise OSError("connection refused")
 
@@ -318,6 +342,7 @@ def test_deleting_the_sweep_removes_its_export_files(viewer, sweep, django_captu
 
 
 # --- access ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_exports_are_for_readers_with_a_login_only(viewer, sweep, settings):
@@ -353,6 +378,7 @@ def test_a_ready_export_whose_file_is_gone_is_404(viewer, sweep):
 
 
 # --- the exports made in the request are bounded ------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_a_table_too_large_to_export_in_a_request_is_refused(viewer, sweep, monkeypatch):
@@ -410,7 +436,8 @@ def test_a_worker_makes_the_file_while_the_pages_answer(celery_workers, wait_unt
 @pytest.mark.faults
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_killed_mid_file_leaves_it_to_the_next_request_and_a_worker_makes_it_again(
-        tmp_path, monkeypatch, wait_until):
+    tmp_path, monkeypatch, wait_until
+):
     big = _data.big_sweep(configs_n=4, firsts=50, per_first=300)  # 60,000 rows: progress told every 20,000
     worker_env = {"SWEEPSITE_VAR": str(tmp_path), "SWEEPSITE_STALL_SECONDS": "0"}
     with private_broker("filesystem://", _faults.filesystem_options(tmp_path), worker_env) as env:
@@ -420,8 +447,12 @@ def test_a_worker_killed_mid_file_leaves_it_to_the_next_request_and_a_worker_mak
             (first,) = pool.start(1)
             c = logged_in(member("vic", "viewer"))
             pk = export_id_of(c.post(url_of(big)))
-            wait_until(lambda: Export.objects.filter(pk=pk, rows_written__gt=0).exists(), timeout=60,
-                       what="the export's first progress", interval=0.005)
+            wait_until(
+                lambda: Export.objects.filter(pk=pk, rows_written__gt=0).exists(),
+                timeout=60,
+                what="the export's first progress",
+                interval=0.005,
+            )
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
             assert Export.objects.get(pk=pk).status == Export.Status.RUNNING
@@ -433,8 +464,11 @@ def test_a_worker_killed_mid_file_leaves_it_to_the_next_request_and_a_worker_mak
             assert export_id_of(c.post(url_of(big))) == pk  # lost now: queued again
             assert Export.objects.get(pk=pk).status == Export.Status.PENDING
             pool.start(1)
-            wait_until(lambda: Export.objects.get(pk=pk).status == Export.Status.READY, timeout=120,
-                       what="the export made again")
+            wait_until(
+                lambda: Export.objects.get(pk=pk).status == Export.Status.READY,
+                timeout=120,
+                what="the export made again",
+            )
         finally:
             pool.stop()
     export = Export.objects.get(pk=pk)

@@ -25,9 +25,22 @@ WORLD = Conditions("kill", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7)
 
 def row(**kw) -> dict:
     base = {f: 0 for f in exports.ROW_FIELDS}
-    base.update(sweep=1, config=0, config_name="a, b", job="triage", design="keys", tracker="keyed", runs=1,
-                first_point=1, first_kind="reply-arrived", first_label='reply-arrived turn "1"', second_point=None,
-                second_kind=None, second_label=None, status="done")
+    base.update(
+        sweep=1,
+        config=0,
+        config_name="a, b",
+        job="triage",
+        design="keys",
+        tracker="keyed",
+        runs=1,
+        first_point=1,
+        first_kind="reply-arrived",
+        first_label='reply-arrived turn "1"',
+        second_point=None,
+        second_kind=None,
+        second_label=None,
+        status="done",
+    )
     base.update(kw)
     return base
 
@@ -36,42 +49,59 @@ def test_table_csv_is_agentcore_render_with_the_conditions_as_last_columns():
     lines = list(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", POWER_CUT))))
     width = len(lines[0]) - len(exports.CONDITION_FIELDS)
     assert [line[:width] for line in lines] == list(csv.reader(io.StringIO(render(ROWS, "csv"))))
-    assert lines[0][width:] == ["crash_model", "fsync", "tracker_fault", "tool_faults", "person_faults", "model",
-                                "seed"]
-    assert {tuple(line[width:]) for line in lines[1:]} == {("power-cut", "off", "crash", "first", "truthful", "fixed",
-                                                           "0")}
+    assert lines[0][width:] == [
+        "crash_model",
+        "fsync",
+        "tracker_fault",
+        "tool_faults",
+        "person_faults",
+        "model",
+        "seed",
+    ]
+    assert {tuple(line[width:]) for line in lines[1:]} == {
+        ("power-cut", "off", "crash", "first", "truthful", "fixed", "0")
+    }
 
 
 def test_table_csv_and_json_carry_the_world_as_the_command_line_spells_it():
     lines = list(csv.DictReader(io.StringIO(exports.table_text(ROWS, "csv", WORLD))))
     assert {k: lines[0][k] for k in exports.CONDITION_FIELDS} == {
-        "crash_model": "kill", "fsync": "on", "tracker_fault": "ttl:5", "tool_faults": "k:2",
-        "person_faults": "deny:0.5", "model": "fickle", "seed": "7"}
+        "crash_model": "kill",
+        "fsync": "on",
+        "tracker_fault": "ttl:5",
+        "tool_faults": "k:2",
+        "person_faults": "deny:0.5",
+        "model": "fickle",
+        "seed": "7",
+    }
     rows = json.loads(exports.table_text(ROWS, "json", WORLD))
     assert (rows[1]["tracker_fault"], rows[1]["seed"]) == ("ttl:5", 7)
 
 
 def test_table_markdown_opens_with_the_world_in_agentcore_s_words():
     assert exports.table_text(ROWS, "md", WORLD).splitlines()[0] == (
-        "crash model: kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, "
-        "seed: 7")
+        "crash model: kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7"
+    )
 
 
 def test_table_json_is_agentcore_render_with_the_conditions_in_every_row():
     rows = json.loads(exports.table_text(ROWS, "json", POWER_CUT))
     assert [{k: v for k, v in r.items() if k not in exports.CONDITION_FIELDS} for r in rows] == json.loads(
-        render(ROWS, "json"))
+        render(ROWS, "json")
+    )
     assert rows[0]["crash_model"] == "power-cut" and rows[0]["fsync"] == "off" and rows[0]["tracker_fault"] == "crash"
 
 
 def test_table_markdown_opens_with_the_conditions_line_then_agentcore_render():
     assert exports.table_text(ROWS, "md", POWER_CUT) == (
-        "crash model: power-cut, fsync off, tracker fault: crash\n\n" + render(ROWS, "markdown"))
+        "crash model: power-cut, fsync off, tracker fault: crash\n\n" + render(ROWS, "markdown")
+    )
 
 
 def test_table_markdown_has_the_chapter_titles():
     assert exports.table_text(ROWS, "md", PANIC).splitlines()[2] == (
-        "| design | once | twice | with dups | dups | missing | asks | calls+ |")
+        "| design | once | twice | with dups | dups | missing | asks | calls+ |"
+    )
 
 
 def test_table_markdown_shows_a_column_the_chapter_has_not_only_when_a_row_has_one():
@@ -82,7 +112,7 @@ def test_table_markdown_shows_a_column_the_chapter_has_not_only_when_a_row_has_o
 
 def test_table_csv_and_json_carry_every_column_even_at_zero():
     header = next(csv.reader(io.StringIO(exports.table_text(ROWS, "csv", PANIC))))
-    assert header[1:1 + len(COLUMNS)] == list(COLUMNS)
+    assert header[1 : 1 + len(COLUMNS)] == list(COLUMNS)
     (first, _) = json.loads(exports.table_text(WORLD_ROWS, "json", PANIC))
     assert (first["wrong"], first["gave_up"], first["denied_ran"], first["avoidable"]) == (2, 0, 0, 5)
 
@@ -129,8 +159,9 @@ def test_filename():
 
 
 def test_compare_csv_has_both_sides_and_the_difference_per_column():
-    rows = selectors.compare_tables([TableRow("x", 1, 2, asks=3), TableRow("gone", 5)],
-                                    [TableRow("x", 1, 4, asks=1, wrong=2)])
+    rows = selectors.compare_tables(
+        [TableRow("x", 1, 2, asks=3), TableRow("gone", 5)], [TableRow("x", 1, 4, asks=1, wrong=2)]
+    )
     lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC, COLUMNS))))
     assert lines[0][:5] == ["sweep_a", "sweep_b", "configuration", "in", "changed"]
     assert lines[0][5:8] == ["once_a", "once_b", "once_diff"] and len(lines[0]) == 5 + 3 * len(COLUMNS) + 2
@@ -160,18 +191,25 @@ def test_compare_csv_says_each_sweep_s_conditions():
     assert (x["conditions_a"], x["conditions_b"]) == ("panic, fsync on", "power-cut, fsync off, tracker fault: crash")
     header, line = csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, WORLD, PANIC, COLUMNS)))
     assert dict(zip(header, line, strict=True))["conditions_a"] == (
-        "kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7")
+        "kill, fsync on, tracker fault: ttl:5, tool faults: k:2, person: deny:0.5, model: fickle, seed: 7"
+    )
 
 
 def test_condition_values_are_the_command_line_s_option_values():
     assert exports.condition_values(Conditions("kill", False, "none")) == {
-        "crash_model": "kill", "fsync": "off", "tracker_fault": "none", "tool_faults": "first",
-        "person_faults": "truthful", "model": "fixed", "seed": 0}
+        "crash_model": "kill",
+        "fsync": "off",
+        "tracker_fault": "none",
+        "tool_faults": "first",
+        "person_faults": "truthful",
+        "model": "fixed",
+        "seed": 0,
+    }
 
 
 # --- spreadsheet formulas (OWASP "CSV injection") -------------------------------------------------
 
-FORMULAS = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx"]
+FORMULAS = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "\tx", "\rx"]
 
 
 def test_table_csv_neutralises_a_name_a_spreadsheet_would_run():
@@ -205,20 +243,28 @@ def test_spreadsheet_cell_leaves_other_values_alone():
 
 
 # A depth-3 sweep's rows (agentcore's TableRow: thrice last, by name).
-DEEP_ROWS = [TableRow("save once per turn", 18, 225, 2168, 4958, calls_plus=5562, thrice=2412),
-             TableRow("keys and markers", 43, 1014, calls_plus=7500, thrice=17354)]
+DEEP_ROWS = [
+    TableRow("save once per turn", 18, 225, 2168, 4958, calls_plus=5562, thrice=2412),
+    TableRow("keys and markers", 43, 1014, calls_plus=7500, thrice=17354),
+]
 
 
 def test_a_depth_3_table_csv_and_json_are_agentcore_s_with_thrice_after_twice():
     lines = list(csv.reader(io.StringIO(exports.table_text(DEEP_ROWS, "csv", PANIC))))
     cli = list(csv.reader(io.StringIO(render(DEEP_ROWS, "csv"))))
-    assert [line[:len(cli[0])] for line in lines] == cli and cli[0][:4] == ["name", "once", "twice", "thrice"]
+    assert [line[: len(cli[0])] for line in lines] == cli and cli[0][:4] == ["name", "once", "twice", "thrice"]
     assert [r["thrice"] for r in json.loads(exports.table_text(DEEP_ROWS, "json", PANIC))] == [2412, 17354]
 
 
 def test_a_depth_3_sweep_s_scenario_rows_carry_the_third_point_after_the_second():
-    third = {"second_point": 2, "second_kind": "save-renamed", "second_label": "save-renamed b",
-             "third_point": 5, "third_kind": "tracker-accepted", "third_label": "tracker-accepted c"}
+    third = {
+        "second_point": 2,
+        "second_kind": "save-renamed",
+        "second_label": "save-renamed b",
+        "third_point": 5,
+        "third_kind": "tracker-accepted",
+        "third_label": "tracker-accepted c",
+    }
     text = "".join(exports.rows_csv([row(), row(**third)], PANIC, depth=3))
     header, once, thrice = list(csv.reader(io.StringIO(text)))
     assert tuple(header) == exports.THRICE_ROW_FIELDS
@@ -227,7 +273,9 @@ def test_a_depth_3_sweep_s_scenario_rows_carry_the_third_point_after_the_second(
     assert dict(zip(header, thrice, strict=True))["third_label"] == "tracker-accepted c"
     (obj,) = [json.loads(line) for line in "".join(exports.rows_jsonl([row(**third)], PANIC, depth=3)).splitlines()]
     assert list(obj) == list(exports.THRICE_ROW_FIELDS) and (obj["third_point"], obj["third_kind"]) == (
-        5, "tracker-accepted")
+        5,
+        "tracker-accepted",
+    )
 
 
 def test_a_depth_1_or_2_sweep_s_scenario_rows_have_no_third_point():
@@ -244,7 +292,10 @@ def test_compare_csv_of_a_depth_3_sweep_has_thrice_columns():
     lines = list(csv.reader(io.StringIO(exports.compare_csv(rows, 7, 9, PANIC, PANIC, columns))))
     x = dict(zip(lines[0], lines[1], strict=True))
     assert lines[0][8:11] == ["twice_a", "twice_b", "twice_diff"] and lines[0][11:14] == [
-        "thrice_a", "thrice_b", "thrice_diff"]
+        "thrice_a",
+        "thrice_b",
+        "thrice_diff",
+    ]
     assert (x["thrice_a"], x["thrice_b"], x["thrice_diff"], x["changed"]) == ("0", "9", "9", "yes")
 
 

@@ -67,8 +67,16 @@ MARKERS = [{"name": "markers, keyed", "design": "markers", "tracker": "keyed"}]
 # lost messages, and its missing chunks are queued again.
 STALL = 2.0
 # When to kill what, as the share of the sweep's chunks stored: pool processes, and whole workers.
-KILLS = [(0.06, "pool"), (0.17, "pool"), (0.28, "whole"), (0.40, "pool"), (0.52, "pool"), (0.64, "whole"),
-         (0.76, "pool"), (0.86, "pool")]
+KILLS = [
+    (0.06, "pool"),
+    (0.17, "pool"),
+    (0.28, "whole"),
+    (0.40, "pool"),
+    (0.52, "pool"),
+    (0.64, "whole"),
+    (0.76, "pool"),
+    (0.86, "pool"),
+]
 TIMEOUT = 240
 # The two passes' brokers and databases: SQLite + a filesystem broker, PostgreSQL + a private Redis.
 LABS = ["fs_lab", pytest.param("redis_lab", marks=pytest.mark.services)]
@@ -117,8 +125,10 @@ def wait_finished(sweep: Sweep, lab: Lab, timeout: float = TIMEOUT, every: Any =
         if every is not None:
             every()
         if time.monotonic() > deadline:
-            pytest.fail(f"sweep {sweep.pk} not finished after {timeout} s ({stored_chunks(sweep)}/"
-                        f"{sweep.total_chunks} chunks stored)\n{lab.logs()[-6000:]}")
+            pytest.fail(
+                f"sweep {sweep.pk} not finished after {timeout} s ({stored_chunks(sweep)}/"
+                f"{sweep.total_chunks} chunks stored)\n{lab.logs()[-6000:]}"
+            )
         time.sleep(0.02)
     return s
 
@@ -130,9 +140,24 @@ def check_rows(sweep: Sweep) -> tuple[int, int]:
     ref = reference(key(sweep.configs), sweep.depth)
     rows = Scenario.objects.filter(sweep=sweep)
     assert not rows.values("config", "first_point", "second_point").annotate(n=Count("id")).filter(n__gt=1).exists()
-    stored = sorted(rows.values_list("config", "first_point", "first_kind", "first_label", "second_point",
-                                     "second_kind", "second_label", "duplicates", "missing", "asks", "approvals",
-                                     "model_calls", "calls_plus", "status"))
+    stored = sorted(
+        rows.values_list(
+            "config",
+            "first_point",
+            "first_kind",
+            "first_label",
+            "second_point",
+            "second_kind",
+            "second_label",
+            "duplicates",
+            "missing",
+            "asks",
+            "approvals",
+            "model_calls",
+            "calls_plus",
+            "status",
+        )
+    )
     expected = sorted(_faults.record_key(i, r) for i, recs in enumerate(ref.records) for r in recs)
     assert len(stored) == ref.scenarios == len(expected)
     assert stored == expected
@@ -182,11 +207,14 @@ def sweep_under_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label: str) 
     assert len(kills) >= 5 and whole >= 1, kills
     expected, stored = check_rows(sweep)
     rerun = Chunk.objects.filter(sweep=sweep, attempts__gt=1).count()
-    report(capsys, f"{label}: survived {len(kills)} SIGKILLs ({len(kills) - whole} pool processes, {whole} whole "
-                   f"workers) at {', '.join(f'{100 * k[2] / total:.0f}%' for k in kills)} of {total} chunks; "
-                   f"{rerun} interrupted chunks run again, {requeued(lab)} chunks queued again by the stall "
-                   f"watchdog; rows expected {expected}, stored {stored}, no duplicate; table = agentcore's; "
-                   f"status done in {elapsed:.1f} s")
+    report(
+        capsys,
+        f"{label}: survived {len(kills)} SIGKILLs ({len(kills) - whole} pool processes, {whole} whole "
+        f"workers) at {', '.join(f'{100 * k[2] / total:.0f}%' for k in kills)} of {total} chunks; "
+        f"{rerun} interrupted chunks run again, {requeued(lab)} chunks queued again by the stall "
+        f"watchdog; rows expected {expected}, stored {stored}, no duplicate; table = agentcore's; "
+        f"status done in {elapsed:.1f} s",
+    )
 
 
 def test_worker_kills_on_sqlite_and_the_filesystem_broker(fs_lab, capsys):
@@ -237,8 +265,11 @@ class Kill:
     def requeued(self, logs: str) -> float:
         """Seconds from the kill to the leader's log line queuing its chunks again (inf: none)."""
         holder = _faults.holder(self.pid)
-        stamps = re.findall(rf"\[(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d+): WARNING/\w+\] sweep \d+: the lease of "
-                            rf"[^\n]*\b{re.escape(holder)}\b[^\n]* ran out", logs)
+        stamps = re.findall(
+            rf"\[(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d+): WARNING/\w+\] sweep \d+: the lease of "
+            rf"[^\n]*\b{re.escape(holder)}\b[^\n]* ran out",
+            logs,
+        )
         at = [datetime.strptime(t, "%Y-%m-%d %H:%M:%S,%f").timestamp() - self.wall for t in stamps]
         return min((t for t in at if t > 0), default=math.inf)
 
@@ -261,11 +292,13 @@ class Kill:
 def lost_again(logs: str) -> set[int]:
     """The chunks the lease rule queued again whose message was lost once more (the stall rule
     queued them too): both rules' log lines name them."""
+
     def named(pattern: str) -> set[int]:
         return {int(pk) for ids in re.findall(pattern, logs) for pk in ids.split()}
 
-    return (named(r"chunk\(s\) queued again ahead of the queue: ([\d ]+)")
-            & named(r"the queue is empty: \d+ missing chunk\(s\) and answer\(s\) queued again: chunks ([\d ]+);"))
+    return named(r"chunk\(s\) queued again ahead of the queue: ([\d ]+)") & named(
+        r"the queue is empty: \d+ missing chunk\(s\) and answer\(s\) queued again: chunks ([\d ]+);"
+    )
 
 
 def boot(lab: Lab, spare: int) -> tuple[Workers, list[subprocess.Popen], list[subprocess.Popen], float]:
@@ -297,8 +330,9 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         victim = victims[0]
         # Still at work? The rows were read a poll ago; a worker that finished since has likely taken
         # its next message, unleased yet (lost with it: the stall rule's, not what this measures).
-        if not Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False,
-                                    lease_until__gt=timezone.now()).exists():
+        if not Chunk.objects.filter(
+            sweep=sweep, holder=_faults.holder(victim.pid), stored=False, lease_until__gt=timezone.now()
+        ).exists():
             return
         leader = leases.leader() == _faults.holder(victim.pid)
         os.kill(victim.pid, signal.SIGKILL)
@@ -309,15 +343,17 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
         # finds the victims and times the re-runs while a sweep's work lasts a second or so.
         told.append(pool.submit(spares.consume, spare, sweepworkers.queue_name()))
         consuming.append(spare)
-        held = dict(Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False)
-                    .values_list("pk", "attempts"))
+        held = dict(
+            Chunk.objects.filter(sweep=sweep, holder=_faults.holder(victim.pid), stored=False).values_list(
+                "pk", "attempts"
+            )
+        )
         kills.append(Kill(victim.pid, at, sum(r[1] for r in rows) / total, leader, held))
 
     deadline = t0 + TIMEOUT
     while True:
         now = time.monotonic()
-        rows = list(Chunk.objects.filter(sweep=sweep).values_list("pk", "stored", "attempts", "holder",
-                                                                 "lease_until"))
+        rows = list(Chunk.objects.filter(sweep=sweep).values_list("pk", "stored", "attempts", "holder", "lease_until"))
         for k in kills:
             k.watch({r[0]: (r[1], r[2]) for r in rows}, now)
         if status(sweep) in (Sweep.Status.DONE, Sweep.Status.FAILED):
@@ -338,21 +374,31 @@ def sweep_under_whole_kills(lab: Lab, capsys: pytest.CaptureFixture[str], label:
     rows = check_rows(sweep)
     logs = lab.logs()
     hits, lost = [k for k in kills if k.chunks], lost_again(logs)
-    worst = report_kills(capsys, label, kills, total, lost, f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
-                                                      f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
-                                                      f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
-                                                      f"{booted:.1f} s first; {requeued(lab)} chunk(s) queued again "
-                                                      "by the stall rule (messages lost between a worker's taking "
-                                                      "them and their leases)", logs)
+    worst = report_kills(
+        capsys,
+        label,
+        kills,
+        total,
+        lost,
+        f"rows expected {rows[0]}, stored {rows[1]}, no duplicate; "
+        f"whole-table sweep done in {elapsed:.1f} s under {len(kills)} "
+        f"kills; {MAKE_RUN_WORKERS + SPARES} workers booted in "
+        f"{booted:.1f} s first; {requeued(lab)} chunk(s) queued again "
+        "by the stall rule (messages lost between a worker's taking "
+        "them and their leases)",
+        logs,
+    )
     assert len(hits) == WHOLE_KILLS, [(k.pid, k.share) for k in kills]
     assert all(k.requeued(logs) <= RERUN_SECONDS for k in hits), [(k.pid, k.requeued(logs)) for k in hits]
     assert worst <= RERUN_SECONDS, [(k.pid, k.seconds(lost)) for k in hits]
-    assert all(k.stall_seconds(lost) <= STALL_RERUN_SECONDS for k in hits), [(k.pid, k.stall_seconds(lost))
-                                                                              for k in hits]
+    assert all(k.stall_seconds(lost) <= STALL_RERUN_SECONDS for k in hits), [
+        (k.pid, k.stall_seconds(lost)) for k in hits
+    ]
 
 
-def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, lost: set[int],
-                 rest: str, logs: str) -> float:
+def report_kills(
+    capsys: pytest.CaptureFixture[str], label: str, kills: list[Kill], total: int, lost: set[int], rest: str, logs: str
+) -> float:
     """Print each kill and the figures; the worst seconds from a kill to its chunks' re-run by the
     lease rule (the `lost` chunks, lost again and the stall rule's, apart)."""
     timed = [k for k in kills if any(pk not in lost for pk in k.chunks)]  # a chunk the lease rule brought back
@@ -360,21 +406,32 @@ def report_kills(capsys: pytest.CaptureFixture[str], label: str, kills: list[Kil
     for i, k in enumerate(kills, 1):
         rerun, done = k.seconds(lost)
         again = [pk for pk in k.chunks if pk in lost]
-        what = (f"{len(k.chunks)} chunk(s) interrupted, queued again after {k.requeued(logs):.2f} s, run again "
-                f"after {rerun:.2f} s, stored after {done:.2f} s" if k.chunks else
-                "between two chunks: no chunk under its lease (a message it had just taken is lost with it: the "
-                "stall rule's)")
+        what = (
+            f"{len(k.chunks)} chunk(s) interrupted, queued again after {k.requeued(logs):.2f} s, run again "
+            f"after {rerun:.2f} s, stored after {done:.2f} s"
+            if k.chunks
+            else "between two chunks: no chunk under its lease (a message it had just taken is lost with it: the "
+            "stall rule's)"
+        )
         if again:
-            what += (f"; {len(again)} of them lost again in another killed worker's hands before its lease, "
-                     f"queued by the stall rule, run again after {k.stall_seconds(lost):.2f} s (bound "
-                     f"{STALL_RERUN_SECONDS:g} s)")
-        report(capsys, f"{label}: kill {i} at {100 * k.share:.0f}% of {total} chunks (pid {k.pid}"
-                       f"{', the leader' if k.leader else ''}): {what}")
+            what += (
+                f"; {len(again)} of them lost again in another killed worker's hands before its lease, "
+                f"queued by the stall rule, run again after {k.stall_seconds(lost):.2f} s (bound "
+                f"{STALL_RERUN_SECONDS:g} s)"
+            )
+        report(
+            capsys,
+            f"{label}: kill {i} at {100 * k.share:.0f}% of {total} chunks (pid {k.pid}"
+            f"{', the leader' if k.leader else ''}): {what}",
+        )
     worst = max((k.seconds(lost)[0] for k in timed), default=math.inf)
     median = statistics.median(k.seconds(lost)[0] for k in timed) if timed else math.inf
-    report(capsys, f"{label}: {len(kills)} whole workers SIGKILLed ({len(hits)} mid-chunk, "
-                   f"{sum(k.leader for k in hits)} of them the leader); kill to re-run: worst {worst:.2f} s, "
-                   f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s); {rest}; {load()}")
+    report(
+        capsys,
+        f"{label}: {len(kills)} whole workers SIGKILLed ({len(hits)} mid-chunk, "
+        f"{sum(k.leader for k in hits)} of them the leader); kill to re-run: worst {worst:.2f} s, "
+        f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s); {rest}; {load()}",
+    )
     return worst
 
 
@@ -388,8 +445,9 @@ def test_whole_worker_kills_rerun_within_seconds(where, request, capsys):
 
     lab = request.getfixturevalue(where)
     assert connection.vendor == ("postgresql" if lab.redis else "sqlite")
-    sweep_under_whole_kills(lab, capsys, "whole-worker kills, " + ("PostgreSQL + Redis" if lab.redis else
-                                                                  "SQLite + filesystem broker"))
+    sweep_under_whole_kills(
+        lab, capsys, "whole-worker kills, " + ("PostgreSQL + Redis" if lab.redis else "SQLite + filesystem broker")
+    )
 
 
 AUDIT = {"designs": ["loop", "keys", "markers", "once-per-turn"], "trackers": ["keyed", "keyless"], "worlds": ["panic"]}
@@ -405,8 +463,11 @@ def test_a_whole_worker_killed_mid_audit_unit_has_it_run_again_within_seconds(wh
         now = time.monotonic()
         rows = list(AuditUnit.objects.filter(audit=a).values_list("pk", "stored", "attempts", "holder", "lease_until"))
         if killed is None:
-            playing = {(pk, attempts, h) for pk, stored, attempts, h, until in rows
-                       if not stored and until and until > timezone.now()}
+            playing = {
+                (pk, attempts, h)
+                for pk, stored, attempts, h, until in rows
+                if not stored and until and until > timezone.now()
+            }
             victims = [(p, pk, n) for p in consuming for pk, n, h in playing if h == _faults.holder(p.pid)]
             if victims:
                 victim, unit, attempts = victims[0]
@@ -428,9 +489,12 @@ def test_a_whole_worker_killed_mid_audit_unit_has_it_run_again_within_seconds(wh
     assert re.search(queued, lab.logs()), lab.logs()[-6000:]
     assert not AuditUnit.objects.filter(audit=a, stored=False).exists()
     label = "PostgreSQL + Redis" if lab.redis else "SQLite + filesystem broker"
-    report(capsys, f"audit unit, {label}: a whole worker SIGKILLed while it played unit {held[0]} (attempt "
-                   f"{held[1]}); run again after {rerun:.2f} s (goal <= {RERUN_SECONDS:g} s) by the lease rule; "
-                   f"audit done, {a.units.count()} units stored; {load()}")
+    report(
+        capsys,
+        f"audit unit, {label}: a whole worker SIGKILLed while it played unit {held[0]} (attempt "
+        f"{held[1]}); run again after {rerun:.2f} s (goal <= {RERUN_SECONDS:g} s) by the lease rule; "
+        f"audit done, {a.units.count()} units stored; {load()}",
+    )
 
 
 # --- 1c. one watchdog acts per round ---------------------------------------------------------------
@@ -443,9 +507,10 @@ def lost_sweep() -> tuple[Sweep, list[int], list[int]]:
         mp.setattr(publish, "enqueue", lambda *a, **k: None)
         sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
-    held, lost = ids[: len(ids) // 2], ids[len(ids) // 2:]
-    Chunk.objects.filter(pk__in=held).update(holder="gone:1", attempts=1,
-                                             lease_until=timezone.now() - timedelta(seconds=1))
+    held, lost = ids[: len(ids) // 2], ids[len(ids) // 2 :]
+    Chunk.objects.filter(pk__in=held).update(
+        holder="gone:1", attempts=1, lease_until=timezone.now() - timedelta(seconds=1)
+    )
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=60))
     return sweep, held, lost
 
@@ -455,11 +520,23 @@ def actions(pool: Workers, sweep: Sweep) -> dict[str, tuple[list[int], int]]:
     out = {}
     for log in pool.logs:
         text = log.read_text()
-        held = [int(pk) for ids in re.findall(rf"sweep {sweep.pk}: the lease of .* ran out: \d+ chunk\(s\) "
-                                              rf"queued again ahead of the queue: ([\d ]+)", text)
-                for pk in ids.split()]
-        lost = sum(int(n) for n in re.findall(rf"sweep {sweep.pk}: nothing stored for .* the queue is empty: (\d+) "
-                                              "missing chunk", text))
+        held = [
+            int(pk)
+            for ids in re.findall(
+                rf"sweep {sweep.pk}: the lease of .* ran out: \d+ chunk\(s\) "
+                rf"queued again ahead of the queue: ([\d ]+)",
+                text,
+            )
+            for pk in ids.split()
+        ]
+        lost = sum(
+            int(n)
+            for n in re.findall(
+                rf"sweep {sweep.pk}: nothing stored for .* the queue is empty: (\d+) "
+                "missing chunk",
+                text,
+            )
+        )
         if held or lost:
             out[log.name] = (held, lost)
     return out
@@ -478,15 +555,17 @@ def test_one_watchdog_acts_per_round(where, n, request, capsys):
         check_rows(sweep)
         acted = actions(workers, sweep)
         assert len(acted) == 1, acted  # one watchdog queued this sweep's work
-        (by, (requeued_held, requeued_lost)), = acted.items()
+        ((by, (requeued_held, requeued_lost)),) = acted.items()
         assert sorted(requeued_held) == held  # each chunk of the dead worker queued again once
         assert requeued_lost == len(lost)  # the never-delivered ones once, by the stall rule
-        lines.append(f"{len(held)} held by a dead worker + {len(lost)} never delivered -> queued again once, "
-                     f"by {by}")
+        lines.append(f"{len(held)} held by a dead worker + {len(lost)} never delivered -> queued again once, by {by}")
     leaders = {m for log in workers.logs for m in re.findall(r"(\S+) leads the watchdog", log.read_text())}
-    report(capsys, f"one watchdog, {n} workers started together on {'Redis' if lab.redis else 'SQLite'}: "
-                   f"{'; '.join(lines)}; leaders in all: "
-                   f"{len(leaders)} ({', '.join(sorted(leaders))}); rows exact, no duplicate")
+    report(
+        capsys,
+        f"one watchdog, {n} workers started together on {'Redis' if lab.redis else 'SQLite'}: "
+        f"{'; '.join(lines)}; leaders in all: "
+        f"{len(leaders)} ({', '.join(sorted(leaders))}); rows exact, no duplicate",
+    )
     assert len(leaders) == 1  # nobody took over: the leader kept its lease
 
 
@@ -494,8 +573,9 @@ def test_one_watchdog_acts_per_round(where, n, request, capsys):
 
 
 def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finishes_it(fs_lab, auth, capsys):
-    poison = fs_lab.workers(pool="prefork", concurrency=2, module="tests.sweeps._poison_worker",
-                            env={"FAULTS_POISON": "0:3"})
+    poison = fs_lab.workers(
+        pool="prefork", concurrency=2, module="tests.sweeps._poison_worker", env={"FAULTS_POISON": "0:3"}
+    )
     poison.start(1)
     t0 = time.monotonic()
     sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=MARKERS, depth=2)
@@ -522,9 +602,12 @@ def test_a_chunk_that_keeps_killing_its_worker_fails_the_sweep_and_resume_finish
     assert r.status_code == 200 and any(re.match(r"\d+ missing chunks? queued again", s) for s in said), said
     assert wait_finished(sweep, fs_lab) == Sweep.Status.DONE
     expected, stored = check_rows(sweep)
-    report(capsys, f"poisoned chunk: its pool process died {deaths} times, then the sweep failed naming chunk "
-                   f"{chunk.pk} ({failed_after:.1f} s); the resume button finished it: rows expected {expected}, "
-                   f"stored {stored}")
+    report(
+        capsys,
+        f"poisoned chunk: its pool process died {deaths} times, then the sweep failed naming chunk "
+        f"{chunk.pk} ({failed_after:.1f} s); the resume button finished it: rows expected {expected}, "
+        f"stored {stored}",
+    )
 
 
 # --- 2a. the broker restarted mid-sweep ---------------------------------------------------------
@@ -549,10 +632,13 @@ def test_a_sweep_survives_a_broker_restart(redis_lab, capsys):
     back = time.monotonic() - down
     assert len(workers.alive()) == 2  # the workers reconnected rather than died
     expected, stored = check_rows(sweep)
-    report(capsys, f"broker restart: Redis SIGKILLed at {at}/{sweep.total_chunks} chunks stored and started again "
-                   f"1 s later; done {back:.1f} s after the crash ({time.monotonic() - t0:.1f} s in all), "
-                   f"{requeued(redis_lab)} chunks queued again by the stall watchdog; rows expected {expected}, "
-                   f"stored {stored}")
+    report(
+        capsys,
+        f"broker restart: Redis SIGKILLed at {at}/{sweep.total_chunks} chunks stored and started again "
+        f"1 s later; done {back:.1f} s after the crash ({time.monotonic() - t0:.1f} s in all), "
+        f"{requeued(redis_lab)} chunks queued again by the stall watchdog; rows expected {expected}, "
+        f"stored {stored}",
+    )
 
 
 # --- 2b. the broker unreachable when a user launches or resumes --------------------------------
@@ -577,8 +663,9 @@ def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_runnin
         assert not Sweep.objects.filter(status=Sweep.Status.RUNNING).exists()
         # The resume button while it is still down: a message, and the sweep stays failed.
         r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
-        assert r.status_code == 200 and "could not resume: the queue or the database is unreachable" in \
-            r.content.decode()
+        assert (
+            r.status_code == 200 and "could not resume: the queue or the database is unreachable" in r.content.decode()
+        )
         assert status(sweep) == Sweep.Status.FAILED
     # The broker is back (the session's own, its workers running): the resume button finishes it.
     r = auth.post(reverse("sweeps:resume", args=[sweep.pk]), follow=True)
@@ -588,8 +675,11 @@ def test_a_launch_with_the_broker_unreachable_says_so_and_leaves_no_sweep_runnin
         assert time.monotonic() < deadline, "the resumed sweep did not finish"
         time.sleep(0.05)
     expected, stored = check_rows(sweep)
-    report(capsys, f"broker unreachable at launch: 503 with a message after {took:.1f} s, sweep stored failed "
-                   f"with the reason; resumed once the broker was back: rows expected {expected}, stored {stored}")
+    report(
+        capsys,
+        f"broker unreachable at launch: 503 with a message after {took:.1f} s, sweep stored failed "
+        f"with the reason; resumed once the broker was back: rows expected {expected}, stored {stored}",
+    )
 
 
 # --- 2c. the database unreachable when a user launches -----------------------------------------
@@ -628,11 +718,22 @@ print(json.dumps({k: [r.status_code, r.content.decode()] for k, r in out.items()
 
 def test_pages_and_a_launch_with_the_database_unreachable_get_a_503(tmp_path):
     closed = _faults.free_port()
-    env = {**os.environ, "DATABASE_URL": f"postgres://127.0.0.1:{closed}/sweepsite",
-           "CELERY_BROKER_URL": "filesystem://", "SWEEPSITE_VAR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "sweepsite.settings", "LOG_LEVEL": "CRITICAL"}
-    proc = subprocess.run([sys.executable, "-c", DB_DOWN % json.dumps(launch_form())], env=env,
-                          cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=60)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://127.0.0.1:{closed}/sweepsite",
+        "CELERY_BROKER_URL": "filesystem://",
+        "SWEEPSITE_VAR": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "sweepsite.settings",
+        "LOG_LEVEL": "CRITICAL",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", DB_DOWN % json.dumps(launch_form())],
+        env=env,
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for what in ("list", "launch"):
@@ -667,8 +768,7 @@ def watchdog(monkeypatch):
 def stalled_sweep(seconds: float = 60, **kw: Any) -> Sweep:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(publish, "enqueue", lambda *a, **k: None)  # its launch's messages "lost"
-        sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1,
-                                      **kw)
+        sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=kw.pop("configs", MARKERS), depth=1, **kw)
     Sweep.objects.filter(pk=sweep.pk).update(created_at=timezone.now() - timedelta(seconds=seconds))
     return sweep
 
@@ -692,8 +792,10 @@ def test_the_watchdog_queues_the_missing_chunks_of_a_stalled_sweep_once_per_peri
     Chunk.objects.filter(pk=ids[3]).update(attempts=2)
     assert recovery.sweeps_resume_stalled(stalled_for=10) == len(ids) - 3
     assert sent_chunk_ids(watchdog) == ids[3:]
-    assert (f"sweep {sweep.pk}: nothing stored for 10 s and the queue is empty: {len(ids) - 3} missing chunk(s) "
-            f"and answer(s) queued again: chunks {' '.join(map(str, ids[3:]))}; answers none") in caplog.text
+    assert (
+        f"sweep {sweep.pk}: nothing stored for 10 s and the queue is empty: {len(ids) - 3} missing chunk(s) "
+        f"and answer(s) queued again: chunks {' '.join(map(str, ids[3:]))}; answers none"
+    ) in caplog.text
     assert Chunk.objects.get(pk=ids[3]).attempts == 2  # the bound on a chunk that keeps failing holds
     assert status(sweep) == Sweep.Status.RUNNING
     assert recovery.sweeps_resume_stalled(stalled_for=10) == 0  # not again within the period
@@ -783,8 +885,9 @@ def test_the_queue_length_is_read_from_redis(redis_lab):
 
 def lapse(ids: list[int], holder: str = "gone:1") -> None:
     """These chunks' worker died: their leases ran out a second ago."""
-    Chunk.objects.filter(pk__in=ids).update(holder=holder, attempts=1,
-                                            lease_until=timezone.now() - timedelta(seconds=1))
+    Chunk.objects.filter(pk__in=ids).update(
+        holder=holder, attempts=1, lease_until=timezone.now() - timedelta(seconds=1)
+    )
 
 
 def test_a_chunk_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypatch):
@@ -799,10 +902,13 @@ def test_a_chunk_is_leased_while_it_plays_and_its_store_ends_the_lease(monkeypat
     monkeypatch.setattr(chunks.agentsweep, "run_chunk", play)
     t0 = timezone.now()
     assert chunks.chunk_run(chunk_id=pk)
-    (holder, until), = seen
+    ((holder, until),) = seen
     assert holder == leases.HOLDER
-    assert t0 + timedelta(seconds=limits.LEASE_SECONDS) <= until <= timezone.now() + timedelta(
-        seconds=limits.LEASE_SECONDS)
+    assert (
+        t0 + timedelta(seconds=limits.LEASE_SECONDS)
+        <= until
+        <= timezone.now() + timedelta(seconds=limits.LEASE_SECONDS)
+    )
     assert Chunk.objects.filter(pk=pk).values_list("stored", "lease_until").get() == (True, None)
 
 
@@ -898,18 +1004,23 @@ def test_a_worker_takes_the_leases_of_a_message_as_it_receives_it():
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
     task_received.send(sender=None, request=Received(tasks.chunks_run.name, (ids[:2],)))
     task_received.send(sender=None, request=Received(tasks.question_resume.name, (ids[2],)))
-    assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
-                  .values_list("pk", flat=True)) == ids[:2]
+    assert (
+        sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now()).values_list("pk", flat=True))
+        == ids[:2]
+    )
 
 
 def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(watchdog):
     from celery.signals import task_postrun, task_prerun
 
-
     sweep = stalled_sweep(seconds=1)
     ids = list(Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True))
-    started = [("t1", tasks.chunks_run, (ids[:2],)), ("t2", tasks.chunk_run, (ids[2],)),
-               ("t3", tasks.question_resume, (ids[5],)), ("t4", tasks.chunk_run, (ids[3],))]
+    started = [
+        ("t1", tasks.chunks_run, (ids[:2],)),
+        ("t2", tasks.chunk_run, (ids[2],)),
+        ("t3", tasks.question_resume, (ids[5],)),
+        ("t4", tasks.chunk_run, (ids[3],)),
+    ]
     for task_id, task, args in started:
         task_prerun.send(sender=task, task_id=task_id, task=task, args=args, kwargs={})
     task_postrun.send(sender=tasks.chunk_run, task_id="t4", task=tasks.chunk_run, args=(ids[3],), kwargs={})
@@ -918,8 +1029,12 @@ def test_the_keeper_renews_the_leases_of_the_chunks_its_process_plays_and_leads(
         lapse([ids[4]])  # a dead worker's
         assert keeper.Keeper(stalled_for=0).round() == 0  # renews, never leads
         assert leases.leader() is None and sent_chunk_ids(watchdog) == []
-        assert sorted(Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now())
-                      .values_list("pk", flat=True)) == ids[:3]
+        assert (
+            sorted(
+                Chunk.objects.filter(holder=leases.HOLDER, lease_until__gt=timezone.now()).values_list("pk", flat=True)
+            )
+            == ids[:3]
+        )
         assert keeper.Keeper(stalled_for=30).round() == 1  # leads: the dead worker's chunk queued again
         assert leases.leader() == leases.HOLDER and sent_chunk_ids(watchdog) == [ids[4]]
     finally:
@@ -969,16 +1084,18 @@ def waiting_for_locks(n: int) -> None:
     deadline = time.monotonic() + 10
     while True:
         with connection.cursor() as cur:
-            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                        "AND datname = current_database()")
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            )
             if cur.fetchone()[0] >= n:
                 return
         assert time.monotonic() < deadline, f"{n} connection(s) never waited for a lock"
         time.sleep(0.01)
 
 
-def holding(first: Callable[[], Any], then: Callable[[], Any] = lambda: None, *,
-            rollback: bool = False) -> tuple[Callable[[], None], threading.Event, threading.Event]:
+def holding(
+    first: Callable[[], Any], then: Callable[[], Any] = lambda: None, *, rollback: bool = False
+) -> tuple[Callable[[], None], threading.Event, threading.Event]:
     """A store's transaction as a step: `first`, then hold its locks until released, then `then`;
     (the step, set once `first` is done, set to release)."""
     from django.db import transaction
@@ -1016,7 +1133,10 @@ def test_a_renewal_skips_a_chunk_whose_store_holds_its_row_rather_than_wait_for_
         steps.join()
     assert took < 0.5 and renewed == 2
     assert dict(Chunk.objects.filter(pk__in=ids).values_list("pk", "holder")) == {
-        ids[0]: "", ids[1]: "keeper:1", ids[2]: "keeper:1"}
+        ids[0]: "",
+        ids[1]: "keeper:1",
+        ids[2]: "keeper:1",
+    }
 
 
 def store_beside(action: Callable[[], Any], first: Callable[[], Any], then: Callable[[], Any]) -> Any:
@@ -1043,8 +1163,11 @@ def test_a_resume_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
 
     sweep = stalled_sweep()
     first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
-    queued = store_beside(lambda: recovery.sweep_resume(sweep_id=sweep.pk), lambda: chunks._mark_stored(first.pk, 1, 0),
-                          lambda: _data.add(sweep, first.config, first.first_point))
+    queued = store_beside(
+        lambda: recovery.sweep_resume(sweep_id=sweep.pk),
+        lambda: chunks._mark_stored(first.pk, 1, 0),
+        lambda: _data.add(sweep, first.config, first.first_point),
+    )
     assert queued == sweep.total_chunks - 1  # the chunk stored meanwhile is not queued again
     assert Chunk.objects.get(pk=first.pk).stored and Scenario.objects.filter(sweep=sweep).count() == 1
 
@@ -1058,9 +1181,11 @@ def test_a_delete_beside_a_store_in_progress_waits_for_it_without_a_deadlock(wat
 
     sweep = stalled_sweep()
     first = Chunk.objects.filter(sweep=sweep).order_by("pk").first()
-    removed = store_beside(lambda: lifecycle.sweep_delete(sweep_id=sweep.pk),
-                           lambda: chunks._mark_stored(first.pk, 1, 0),
-                           lambda: _data.add(sweep, first.config, first.first_point))
+    removed = store_beside(
+        lambda: lifecycle.sweep_delete(sweep_id=sweep.pk),
+        lambda: chunks._mark_stored(first.pk, 1, 0),
+        lambda: _data.add(sweep, first.config, first.first_point),
+    )
     assert removed == {"sweeps": 1, "chunks": sweep.total_chunks, "scenarios": 1, "questions": 0}
     assert not Sweep.objects.filter(pk=sweep.pk).exists()
 
@@ -1111,7 +1236,10 @@ def test_a_claim_locks_its_chunks_in_id_order_as_a_resume_does(watchdog):
     assert [c.id for c in steps.results["claim"]] == ids[:2]  # the third was stored meanwhile
     assert steps.results["resume"] == sweep.total_chunks - 1
     assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
-        False, False, True]
+        False,
+        False,
+        True,
+    ]
 
 
 def recovered_first(queue: str) -> list[Any]:
@@ -1166,8 +1294,20 @@ def test_manage_py_sweep_queues_again_what_its_sweep_lost(monkeypatch, settings)
 
     monkeypatch.setattr(recovery, "sweeps_resume_stalled", resume_stalled)
     out = StringIO()
-    call_command("sweep", "sweep", "--design", "markers", "--tracker", "keyed", "--depth", "1", "--timeout", "60",
-                 stdout=out, stderr=StringIO())
+    call_command(
+        "sweep",
+        "sweep",
+        "--design",
+        "markers",
+        "--tracker",
+        "keyed",
+        "--depth",
+        "1",
+        "--timeout",
+        "60",
+        stdout=out,
+        stderr=StringIO(),
+    )
     sweep = Sweep.objects.get()
     assert calls and calls[0] == {"stalled_for": 0.1, "sweep_id": sweep.pk}
     assert sweep.status == Sweep.Status.DONE and "markers" in out.getvalue()

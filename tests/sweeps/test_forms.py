@@ -55,19 +55,44 @@ def test_launch_upload_keeps_the_source_text():
     assert f.cleaned_data["job_source"] == source and f.cleaned_data["job_obj"].name == "renamed"
 
 
-@pytest.mark.parametrize("content,message", [
-    (b"{broken", "not valid JSON"),
-    (b"\xff\xfe\x00junk", "not UTF-8"),
-    (json.dumps({"name": "x", "tools": {"t": {"op": "explode"}}, "turns": [{"final": "ok"}]}), "must be one of"),
-    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}},
-                 "turns": [{"calls": [{"id": "c", "tool": "nope", "args": {}}]}, {"final": "f"}]}), "unknown tool"),
-    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}},
-                 "turns": [{"calls": [{"id": "c", "tool": "t", "args": {"a": {"$result": "zz", "field": "n"}}}]},
-                           {"final": "f"}]}), "no call of an earlier turn"),
-    (json.dumps({"name": "x", "tools": {"t": {"op": "comment"}}, "turns": [{"final": "f"}],
-                 "description": nested(25)}), "nested deeper"),
-    ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        (b"{broken", "not valid JSON"),
+        (b"\xff\xfe\x00junk", "not UTF-8"),
+        (json.dumps({"name": "x", "tools": {"t": {"op": "explode"}}, "turns": [{"final": "ok"}]}), "must be one of"),
+        (
+            json.dumps(
+                {
+                    "name": "x",
+                    "tools": {"t": {"op": "comment"}},
+                    "turns": [{"calls": [{"id": "c", "tool": "nope", "args": {}}]}, {"final": "f"}],
+                }
+            ),
+            "unknown tool",
+        ),
+        (
+            json.dumps(
+                {
+                    "name": "x",
+                    "tools": {"t": {"op": "comment"}},
+                    "turns": [
+                        {"calls": [{"id": "c", "tool": "t", "args": {"a": {"$result": "zz", "field": "n"}}}]},
+                        {"final": "f"},
+                    ],
+                }
+            ),
+            "no call of an earlier turn",
+        ),
+        (
+            json.dumps(
+                {"name": "x", "tools": {"t": {"op": "comment"}}, "turns": [{"final": "f"}], "description": nested(25)}
+            ),
+            "nested deeper",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
+    ],
+)
 def test_launch_hostile_job_files_are_form_errors(content, message):
     f = launch(files=upload(content), job="upload")
     assert not f.is_valid()
@@ -97,10 +122,21 @@ def test_launch_custom_with_choices_is_valid():
     assert f.cleaned_data["designs"] == ["keys", "approval-gate"]
 
 
-@pytest.mark.parametrize("field,value", [
-    ("runs", "0"), ("runs", "11"), ("runs", "1.5"), ("depth", "0"), ("depth", "4"), ("person", "nobody"),
-    ("preset", "all"), ("job", "other"), ("request_token", ""), ("request_token", "x" * 40),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("runs", "0"),
+        ("runs", "11"),
+        ("runs", "1.5"),
+        ("depth", "0"),
+        ("depth", "4"),
+        ("person", "nobody"),
+        ("preset", "all"),
+        ("job", "other"),
+        ("request_token", ""),
+        ("request_token", "x" * 40),
+    ],
+)
 def test_launch_out_of_range_values(field, value):
     f = launch(**{field: value})
     assert not f.is_valid() and field in f.errors
@@ -110,8 +146,10 @@ def test_launch_a_file_sent_with_the_built_in_job_selected_is_an_error():
     """Never the built-in job while the person believes their file is swept."""
     f = launch(files=upload(builtin_job_source()), job="triage")
     assert not f.is_valid()
-    assert f.errors["job_file"] == ['a job file was chosen, but "the built-in triage job" is selected: choose '
-                                    '"upload a job file" to sweep the file, or remove it']
+    assert f.errors["job_file"] == [
+        'a job file was chosen, but "the built-in triage job" is selected: choose '
+        '"upload a job file" to sweep the file, or remove it'
+    ]
 
 
 def test_launch_name_and_notes_are_optional_and_bounded():
@@ -134,19 +172,32 @@ def test_filter_labels_are_in_one_case_style():
 @pytest.mark.django_db
 def test_filters_come_out_typed():
     sweep = _data.make_sweep(3)
-    f = ScenarioFilterForm({"config": "2", "first_point": "4", "has_dups": "yes", "asked": "no", "tracker": "",
-                            "page": "3"}, sweep=sweep)
+    f = ScenarioFilterForm(
+        {"config": "2", "first_point": "4", "has_dups": "yes", "asked": "no", "tracker": "", "page": "3"}, sweep=sweep
+    )
     assert f.is_valid(), f.errors
     assert f.filters() == {"config": 2, "first_point": 4, "has_dups": True, "asked": False}
     assert f.cleaned_data["page"] == 3
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("data", [
-    {"config": "3"}, {"config": "-1"}, {"first_point": "0"}, {"first_point": "1e3"}, {"second_point": "-1"},
-    {"first_point": str(10**30)}, {"design": "x"}, {"first_kind": "boom"}, {"twice": "true"}, {"status": "lost"},
-    {"page": "0"}, {"page": "last"},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"config": "3"},
+        {"config": "-1"},
+        {"first_point": "0"},
+        {"first_point": "1e3"},
+        {"second_point": "-1"},
+        {"first_point": str(10**30)},
+        {"design": "x"},
+        {"first_kind": "boom"},
+        {"twice": "true"},
+        {"status": "lost"},
+        {"page": "0"},
+        {"page": "last"},
+    ],
+)
 def test_filters_refuse_bad_values(data):
     f = ScenarioFilterForm(data, sweep=_data.make_sweep(3))
     assert not f.is_valid()
@@ -192,18 +243,27 @@ def test_person_choices_match_the_model():
 
 # --- the conditions: crash model, fsync, and the world's faults ----------------------------------
 
+
 def test_launch_conditions_come_out_typed():
     f = launch(crash_model="power-cut", fsync="off", tracker_fault="crash")
     assert f.is_valid(), f.errors
     assert (f.cleaned_data["crash_model"], f.cleaned_data["fsync"], f.cleaned_data["tracker_fault"]) == (
-        "power-cut", False, "crash")
+        "power-cut",
+        False,
+        "crash",
+    )
 
 
 def test_launch_world_comes_out_as_written_and_typed():
     f = launch(tracker_fault="ttl:5", tool_faults="k:2", person_faults="deny:0.25", model="fickle", seed="42")
     assert f.is_valid(), f.errors
     assert {n: f.cleaned_data[n] for n in ("tracker_fault", "tool_faults", "person_faults", "model", "seed")} == {
-        "tracker_fault": "ttl:5", "tool_faults": "k:2", "person_faults": "deny:0.25", "model": "fickle", "seed": 42}
+        "tracker_fault": "ttl:5",
+        "tool_faults": "k:2",
+        "person_faults": "deny:0.25",
+        "model": "fickle",
+        "seed": 42,
+    }
 
 
 @pytest.mark.parametrize("fault", ["none", "crash", "strict-params", "ttl:1", "ttl:10000"])
@@ -240,24 +300,48 @@ def test_launch_world_fields_explain_their_spellings():
     assert "k:N" in helps["tool_faults"] and "deny:P" in helps["person_faults"] and "random" in helps["seed"]
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("crash_model", "earthquake"), ("crash_model", ""), ("crash_model", "PANIC"), ("fsync", "yes"), ("fsync", ""),
-    ("fsync", "true"), ("tracker_fault", "flaky"), ("tracker_fault", ""), ("tracker_fault", "ttl:0"),
-    ("tracker_fault", "ttl:five"), ("tracker_fault", "TTL:5"), ("tool_faults", "k:-1"), ("tool_faults", "never"),
-    ("tool_faults", ""), ("person_faults", "deny:1.5"), ("person_faults", "wrong:"), ("person_faults", "x" * 21),
-    ("model", "random"), ("model", ""), ("seed", "-1"), ("seed", "1.5"), ("seed", ""), ("seed", str(2**31)),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("crash_model", "earthquake"),
+        ("crash_model", ""),
+        ("crash_model", "PANIC"),
+        ("fsync", "yes"),
+        ("fsync", ""),
+        ("fsync", "true"),
+        ("tracker_fault", "flaky"),
+        ("tracker_fault", ""),
+        ("tracker_fault", "ttl:0"),
+        ("tracker_fault", "ttl:five"),
+        ("tracker_fault", "TTL:5"),
+        ("tool_faults", "k:-1"),
+        ("tool_faults", "never"),
+        ("tool_faults", ""),
+        ("person_faults", "deny:1.5"),
+        ("person_faults", "wrong:"),
+        ("person_faults", "x" * 21),
+        ("model", "random"),
+        ("model", ""),
+        ("seed", "-1"),
+        ("seed", "1.5"),
+        ("seed", ""),
+        ("seed", str(2**31)),
+    ],
+)
 def test_launch_bad_conditions_are_errors_of_their_field(field, value):
     f = launch(**{field: value})
     assert not f.is_valid()
     assert list(f.errors) == [field]
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("tracker_fault", "ttl:0", "tracker fault 'ttl:0': N must be a whole number from 1 to 10000"),
-    ("tool_faults", "never", "unknown tool faults 'never' (choose from first, k:N, always)"),
-    ("person_faults", "deny:1.5", "person faults 'deny:1.5': P must be a probability from 0 to 1"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("tracker_fault", "ttl:0", "tracker fault 'ttl:0': N must be a whole number from 1 to 10000"),
+        ("tool_faults", "never", "unknown tool faults 'never' (choose from first, k:N, always)"),
+        ("person_faults", "deny:1.5", "person faults 'deny:1.5': P must be a probability from 0 to 1"),
+    ],
+)
 def test_a_bad_fault_s_error_is_agentcore_s_message(field, value, message):
     f = launch(**{field: value})
     assert f.errors[field] == [message]
@@ -276,8 +360,9 @@ def test_launch_takes_depth_3_with_the_scripted_person():
 def test_launch_refuses_depth_3_with_the_question_queue_by_the_depth_field():
     f = launch(depth="3", person="queue")
     assert not f.is_valid()
-    assert f.errors["depth"] == ["depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 "
-                                 "at most"]
+    assert f.errors["depth"] == [
+        "depth 3 needs the scripted person: a question queue pauses scenarios at depth 2 at most"
+    ]
 
 
 def test_heatmap_form_takes_a_pair_for_the_third_point_map():
@@ -289,8 +374,16 @@ def test_heatmap_form_takes_a_pair_for_the_third_point_map():
     assert f.is_valid() and f.pair() is None
 
 
-@pytest.mark.parametrize("data", [{"first": "4"}, {"second": "2"}, {"first": "0", "second": "1"},
-                                  {"first": "1", "second": "-2"}, {"first": "1", "second": "2.5"}])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"first": "4"},
+        {"second": "2"},
+        {"first": "0", "second": "1"},
+        {"first": "1", "second": "-2"},
+        {"first": "1", "second": "2.5"},
+    ],
+)
 def test_heatmap_form_refuses_half_a_pair_or_bad_points(data):
     assert not HeatmapForm(data, sweep=Sweep(configs=_data.configs(2), depth=3)).is_valid()
 

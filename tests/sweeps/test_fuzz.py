@@ -51,9 +51,13 @@ COUNT_FILE = Path(django_settings.BASE_DIR) / "artifacts" / "fuzz-count.txt"
 
 
 def fuzz_settings(name: str) -> settings:
-    return settings(max_examples=EXAMPLES[name], deadline=None, database=None, print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.large_base_example])
+    return settings(
+        max_examples=EXAMPLES[name],
+        deadline=None,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -82,10 +86,14 @@ def client_in(user) -> Client:
 @pytest.fixture
 def sweep() -> Sweep:
     s = _data.make_sweep(3, total_chunks=4)
-    for config, first, second, kw in [(0, 1, 0, {}), (0, 1, 1, {"duplicates": 2, "asks": 1, "avoidable": 1}),
-                                      (0, 2, 0, {"missing": 1, "wrong": 1}), (0, 2, 1, {"calls_plus": 3, "gave_up": 1}),
-                                      (1, 1, 0, {"duplicates": 1, "denied_ran": 2}),
-                                      (2, 1, 0, {"status": Scenario.Status.WAITING})]:
+    for config, first, second, kw in [
+        (0, 1, 0, {}),
+        (0, 1, 1, {"duplicates": 2, "asks": 1, "avoidable": 1}),
+        (0, 2, 0, {"missing": 1, "wrong": 1}),
+        (0, 2, 1, {"calls_plus": 3, "gave_up": 1}),
+        (1, 1, 0, {"duplicates": 1, "denied_ran": 2}),
+        (2, 1, 0, {"status": Scenario.Status.WAITING}),
+    ]:
         _data.add(s, config, first, second, **kw)
     for config, first in [(0, 1), (0, 2), (1, 1)]:
         _data.chunk(s, config, first)
@@ -111,29 +119,43 @@ class _RolledBack:
 
 # --- strategies ---------------------------------------------------------------------------------
 
+
 def spoiled(invalid: list[str], valid: list[str]) -> st.SearchStrategy[tuple[str, bool | None]]:
     """A spoiled field: a known-invalid value, or random text (valid only if it is a valid value)."""
-    return st.one_of(st.sampled_from(invalid).map(lambda v: (v, False)),
-                     st.text(max_size=12).map(lambda v: (v, True if v in valid else None)))
+    return st.one_of(
+        st.sampled_from(invalid).map(lambda v: (v, False)),
+        st.text(max_size=12).map(lambda v: (v, True if v in valid else None)),
+    )
 
 
 def spoiled_choices(valid: list[str], invalid: list[str]) -> st.SearchStrategy[tuple[list[str], bool | None]]:
     """A multiple choice with an unknown name among known ones."""
     return st.tuples(st.lists(st.sampled_from(valid), max_size=2, unique=True), st.sampled_from(invalid)).map(
-        lambda t: (t[0] + [t[1]], False))
+        lambda t: (t[0] + [t[1]], False)
+    )
 
 
 TRIAGE = json.loads(builtin_job_source())
 SAFE_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
-    lambda s: s.strip() != "")
+    lambda s: s.strip() != ""
+)
 
 # Any text, with what databases refuse: NUL, lone surrogates (JSON escapes them: the file is UTF-8).
-ANY_TEXT = st.text(st.one_of(st.sampled_from(["\x00", "\ud800", "\udfff", "\x1b", " ", "a"]), st.characters()),
-                   max_size=40)
+ANY_TEXT = st.text(
+    st.one_of(st.sampled_from(["\x00", "\ud800", "\udfff", "\x1b", " ", "a"]), st.characters()), max_size=40
+)
 
-HOSTILE_NAMES = st.one_of(ANY_TEXT.filter(str.strip), st.builds("{}{}{}".format, ANY_TEXT, st.sampled_from(
-    ["\x00", "\ud800", "\udfff", "\ud83d", "<script>", "'; DROP TABLE sweeps_sweep; --", "\u202e", "\ufeff"]),
-    ANY_TEXT))
+HOSTILE_NAMES = st.one_of(
+    ANY_TEXT.filter(str.strip),
+    st.builds(
+        "{}{}{}".format,
+        ANY_TEXT,
+        st.sampled_from(
+            ["\x00", "\ud800", "\udfff", "\ud83d", "<script>", "'; DROP TABLE sweeps_sweep; --", "\u202e", "\ufeff"]
+        ),
+        ANY_TEXT,
+    ),
+)
 
 
 def _job_with(name: str, title: str, description: str) -> bytes:
@@ -156,7 +178,7 @@ def _mangle(edits: list[tuple[int, int, bytes]]) -> bytes:
     raw = bytearray(TRIAGE_BYTES)
     for at, cut, insert in edits:
         at %= len(raw) + 1
-        raw[at:at + cut] = insert
+        raw[at : at + cut] = insert
     return bytes(raw)
 
 
@@ -170,10 +192,12 @@ JOB_FILES = st.one_of(
     st.just((b" " * (LIMIT + 1), False)),  # over the limit
     JSON_VALUES.map(lambda v: (json.dumps(v).encode(), None)),  # JSON of any shape
     st.fixed_dictionaries({"name": JSON_VALUES, "tools": JSON_VALUES, "turns": JSON_VALUES}).map(
-        lambda v: (json.dumps(v).encode(), None)),  # the right keys, anything in them
+        lambda v: (json.dumps(v).encode(), None)
+    ),  # the right keys, anything in them
     st.binary(max_size=200).map(lambda b: (b, None)),  # any bytes
-    st.lists(st.tuples(st.integers(0, len(TRIAGE_BYTES)), st.integers(0, 8), st.binary(max_size=4)),
-             min_size=1, max_size=3).map(lambda e: (_mangle(e), None)),  # the triage job, edited at random
+    st.lists(
+        st.tuples(st.integers(0, len(TRIAGE_BYTES)), st.integers(0, 8), st.binary(max_size=4)), min_size=1, max_size=3
+    ).map(lambda e: (_mangle(e), None)),  # the triage job, edited at random
 )
 
 # The world's spellings a random text is valid as (others: the form decides).
@@ -186,43 +210,86 @@ FIELDS: dict[str, tuple[st.SearchStrategy[Any], st.SearchStrategy[tuple[Any, boo
     "job": (st.sampled_from(["triage", "upload"]), spoiled(["", "x", "upload ", "TRIAGE"], ["triage", "upload"])),
     # Mostly small custom sweeps: the table preset plans 11 configurations (~50 ms a launch), the
     # audit preset 24 (every design with every tracker mode).
-    "preset": (st.sampled_from(["custom"] * 9 + ["table"] * 3 + ["audit"]),
-               spoiled(["", "all", "Audit"], ["table", "audit", "custom"])),
-    "designs": (st.lists(st.sampled_from(list(DESIGNS)), min_size=1, max_size=2, unique=True),
-                spoiled_choices(list(DESIGNS), ["nope", "loop+reuse_run_id", ""])),
-    "trackers": (st.lists(st.sampled_from(list(MODES)), min_size=1, max_size=2, unique=True),
-                 spoiled_choices(list(MODES), ["sometimes", "KEYED"])),
+    "preset": (
+        st.sampled_from(["custom"] * 9 + ["table"] * 3 + ["audit"]),
+        spoiled(["", "all", "Audit"], ["table", "audit", "custom"]),
+    ),
+    "designs": (
+        st.lists(st.sampled_from(list(DESIGNS)), min_size=1, max_size=2, unique=True),
+        spoiled_choices(list(DESIGNS), ["nope", "loop+reuse_run_id", ""]),
+    ),
+    "trackers": (
+        st.lists(st.sampled_from(list(MODES)), min_size=1, max_size=2, unique=True),
+        spoiled_choices(list(MODES), ["sometimes", "KEYED"]),
+    ),
     "depth": (st.sampled_from(["1", "2"]), spoiled(["0", "4", "-1", "", "x", "1.5"], ["1", "2"])),
-    "runs": (st.sampled_from(["1", "1", "2", "07", " 2 "]),
-             spoiled(["0", "11", "-1", "", "x", "1e1", "9" * 30, "1.5"], [str(n) for n in range(1, 11)])),
+    "runs": (
+        st.sampled_from(["1", "1", "2", "07", " 2 "]),
+        spoiled(["0", "11", "-1", "", "x", "1e1", "9" * 30, "1.5"], [str(n) for n in range(1, 11)]),
+    ),
     "person": (st.sampled_from(["scripted", "queue"]), spoiled(["", "x", "robot"], ["scripted", "queue"])),
     "crash_model": (st.sampled_from(CRASH_MODELS), spoiled(["", "PANIC", "power cut", "panic "], list(CRASH_MODELS))),
     "fsync": (st.sampled_from(["on", "off"]), spoiled(["", "yes", "true", "1", "ON"], ["on", "off"])),
     # The world: agentcore.standins.faults' spellings, those with a number drawn over their range (a tool's
     # failures kept small: each one is more crash points to plan).
-    "tracker_fault": (st.one_of(st.sampled_from(["none", "crash", "strict-params", f"ttl:{MAX_TTL}"]),
-                                st.integers(1, MAX_TTL).map("ttl:{}".format)),
-                      spoiled(["", "crashes", "None", "ttl:0", f"ttl:{MAX_TTL + 1}", "ttl:", "ttl:-1", "TTL:5",
-                               "ttl:\u0665", "ttl:5x", "strict_params"], TRACKER_FAULTS)),
-    "tool_faults": (st.sampled_from(["first", "always", "k:0", "k:1", "k:2", "k:3"]),
-                    spoiled(["", "sometimes", "k:101", "k:", "k:x", "FIRST", "k:-1", "k:1.5"], TOOL_FAULTS)),
-    "person_faults": (st.one_of(st.sampled_from(["truthful", "adversarial", "deny:0", "deny:1", "wrong:0.5"]),
-                                st.builds("{}:{:.3f}".format, st.sampled_from(["deny", "wrong"]),
-                                          st.floats(0, 1))),
-                      spoiled(["", "liar", "deny:2", "wrong:", "deny:nan", "deny:-0.1", "deny:0." + "1" * 20,
-                               "Truthful", "deny:0,5"], PERSON_FAULTS)),
+    "tracker_fault": (
+        st.one_of(
+            st.sampled_from(["none", "crash", "strict-params", f"ttl:{MAX_TTL}"]),
+            st.integers(1, MAX_TTL).map("ttl:{}".format),
+        ),
+        spoiled(
+            [
+                "",
+                "crashes",
+                "None",
+                "ttl:0",
+                f"ttl:{MAX_TTL + 1}",
+                "ttl:",
+                "ttl:-1",
+                "TTL:5",
+                "ttl:\u0665",
+                "ttl:5x",
+                "strict_params",
+            ],
+            TRACKER_FAULTS,
+        ),
+    ),
+    "tool_faults": (
+        st.sampled_from(["first", "always", "k:0", "k:1", "k:2", "k:3"]),
+        spoiled(["", "sometimes", "k:101", "k:", "k:x", "FIRST", "k:-1", "k:1.5"], TOOL_FAULTS),
+    ),
+    "person_faults": (
+        st.one_of(
+            st.sampled_from(["truthful", "adversarial", "deny:0", "deny:1", "wrong:0.5"]),
+            st.builds("{}:{:.3f}".format, st.sampled_from(["deny", "wrong"]), st.floats(0, 1)),
+        ),
+        spoiled(
+            ["", "liar", "deny:2", "wrong:", "deny:nan", "deny:-0.1", "deny:0." + "1" * 20, "Truthful", "deny:0,5"],
+            PERSON_FAULTS,
+        ),
+    ),
     "model": (st.sampled_from(MODELS), spoiled(["", "FIXED", "random", "fixed "], list(MODELS))),
-    "seed": (st.one_of(st.integers(0, MAX_SEED).map(str), st.sampled_from(["0", "7", " 3 "])),
-             spoiled(["", "-1", "x", "1.5", str(MAX_SEED + 1), "9" * 30, "0x10"], ["0", "1", "2", "7"])),
-    "request_token": (st.one_of(st.uuids().map(lambda u: u.hex), st.uuids().map(str)),
-                      st.one_of(st.sampled_from(["", "x", "not-a-uuid", "1" * 40, "' OR 1=1"]).map(
-                          lambda v: (v, False)), st.text(max_size=40).map(lambda v: (v, None)))),
+    "seed": (
+        st.one_of(st.integers(0, MAX_SEED).map(str), st.sampled_from(["0", "7", " 3 "])),
+        spoiled(["", "-1", "x", "1.5", str(MAX_SEED + 1), "9" * 30, "0x10"], ["0", "1", "2", "7"]),
+    ),
+    "request_token": (
+        st.one_of(st.uuids().map(lambda u: u.hex), st.uuids().map(str)),
+        st.one_of(
+            st.sampled_from(["", "x", "not-a-uuid", "1" * 40, "' OR 1=1"]).map(lambda v: (v, False)),
+            st.text(max_size=40).map(lambda v: (v, None)),
+        ),
+    ),
 }
 # An upload that is not spoiled: the triage job, renamed (valid), or renamed to any text (the form decides;
 # drawn more often: NUL and lone surrogates were 500s).
 _ANY_NAME = st.builds(_job_with, HOSTILE_NAMES, ANY_TEXT, ANY_TEXT).map(lambda b: (b, None))
-UPLOADS = st.one_of(st.just((TRIAGE_BYTES, True)), st.builds(_job_with, SAFE_TEXT, SAFE_TEXT, SAFE_TEXT).map(
-    lambda b: (b, True)), _ANY_NAME, _ANY_NAME)
+UPLOADS = st.one_of(
+    st.just((TRIAGE_BYTES, True)),
+    st.builds(_job_with, SAFE_TEXT, SAFE_TEXT, SAFE_TEXT).map(lambda b: (b, True)),
+    _ANY_NAME,
+    _ANY_NAME,
+)
 
 
 @st.composite
@@ -253,8 +320,13 @@ def launch_posts(draw: st.DrawFn) -> tuple[dict[str, Any], bytes | None, bool | 
         flags.append(file_ok)
     elif content is not None:
         flags.append(False)  # a file sent with the built-in job selected is an error, never ignored
-    data.update(draw(st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=8), max_size=2).filter(
-        lambda d: not set(d) & {*data, "job_file"})))  # unknown fields are ignored
+    data.update(
+        draw(
+            st.dictionaries(st.text(min_size=1, max_size=8), st.text(max_size=8), max_size=2).filter(
+                lambda d: not set(d) & {*data, "job_file"}
+            )
+        )
+    )  # unknown fields are ignored
     if data["preset"] == "audit" and str(data["runs"]).strip() not in ("1", "2"):
         flags.append(None)  # every design with every tracker mode: from 5 runs it passes MAX_CHUNKS
     big = data["preset"] in ("table", "audit") or str(data["runs"]).strip() not in ("1", "2")
@@ -271,6 +343,7 @@ def _counts() -> tuple[int, int, int]:
 
 
 # --- the launch form ----------------------------------------------------------------------------
+
 
 def test_fuzz_launch_form(client_in):
     url = reverse("sweeps:launch")
@@ -292,11 +365,20 @@ def test_fuzz_launch_form(client_in):
             if outcome[0] == 302:
                 assert outcome == (302, 1, 1), outcome  # one sweep, its enqueue registered once
                 sweep = Sweep.objects.get(pk=int(r["Location"].rstrip("/").rsplit("/", 1)[1]))
-                assert (sweep.depth, sweep.runs, sweep.person) == (int(data["depth"]), int(data["runs"]),
-                                                                   data["person"])
+                assert (sweep.depth, sweep.runs, sweep.person) == (
+                    int(data["depth"]),
+                    int(data["runs"]),
+                    data["person"],
+                )
                 assert conditions_of(sweep) == Conditions(
-                    data["crash_model"], data["fsync"] == "on", data["tracker_fault"].strip(),
-                    data["tool_faults"].strip(), data["person_faults"].strip(), data["model"], int(data["seed"]))
+                    data["crash_model"],
+                    data["fsync"] == "on",
+                    data["tracker_fault"].strip(),
+                    data["tool_faults"].strip(),
+                    data["person_faults"].strip(),
+                    data["model"],
+                    int(data["seed"]),
+                )
                 assert Chunk.objects.filter(sweep=sweep).count() == sweep.total_chunks > 0
             else:
                 assert outcome == (400, 0, 0), outcome  # a form error, nothing stored or enqueued
@@ -311,12 +393,55 @@ def test_fuzz_launch_form(client_in):
 
 # --- filters and exports ------------------------------------------------------------------------
 
-PARAMS = ["config", "design", "tracker", "first_kind", "first_point", "second_point", "twice", "has_dups", "asked",
-          "missing", "extra_calls", "has_wrong", "gave_up", "denied_ran", "avoidable", "status", "page", "metric",
-          "sum", "need"]
-GOOD_VALUES = (["", "0", "1", "2", "yes", "no", "done", "waiting", "failed", "open", "answered", "duplicates", "asks",
-                "calls_plus", "missing", "wrong", "gave_up", "denied_ran", "avoidable", "necessary"]
-               + list(DESIGNS) + list(MODES) + [k.value for k in Kind])
+PARAMS = [
+    "config",
+    "design",
+    "tracker",
+    "first_kind",
+    "first_point",
+    "second_point",
+    "twice",
+    "has_dups",
+    "asked",
+    "missing",
+    "extra_calls",
+    "has_wrong",
+    "gave_up",
+    "denied_ran",
+    "avoidable",
+    "status",
+    "page",
+    "metric",
+    "sum",
+    "need",
+]
+GOOD_VALUES = (
+    [
+        "",
+        "0",
+        "1",
+        "2",
+        "yes",
+        "no",
+        "done",
+        "waiting",
+        "failed",
+        "open",
+        "answered",
+        "duplicates",
+        "asks",
+        "calls_plus",
+        "missing",
+        "wrong",
+        "gave_up",
+        "denied_ran",
+        "avoidable",
+        "necessary",
+    ]
+    + list(DESIGNS)
+    + list(MODES)
+    + [k.value for k in Kind]
+)
 VALUES = st.one_of(
     st.sampled_from(GOOD_VALUES),
     st.integers(min_value=-(10**30), max_value=10**30).map(str),
@@ -337,9 +462,15 @@ def _check_page(r: Any) -> None:
 
 def test_fuzz_filter_pages(client_in, sweep):
     client = client_in
-    urls = [reverse("sweeps:scenarios", args=[sweep.pk]), reverse("sweeps:heatmap", args=[sweep.pk]),
-            reverse("sweeps:sweep_questions", args=[sweep.pk]), reverse("sweeps:questions"), reverse("sweeps:list"),
-            reverse("sweeps:detail", args=[sweep.pk]), reverse("sweeps:progress", args=[sweep.pk])]
+    urls = [
+        reverse("sweeps:scenarios", args=[sweep.pk]),
+        reverse("sweeps:heatmap", args=[sweep.pk]),
+        reverse("sweeps:sweep_questions", args=[sweep.pk]),
+        reverse("sweeps:questions"),
+        reverse("sweeps:list"),
+        reverse("sweeps:detail", args=[sweep.pk]),
+        reverse("sweeps:progress", args=[sweep.pk]),
+    ]
     total = Scenario.objects.filter(sweep=sweep).count()
 
     @fuzz_settings("filters")
@@ -360,7 +491,8 @@ def test_fuzz_filter_pages(client_in, sweep):
 def test_fuzz_exports(client_in, sweep):
     Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE)  # a table is exported once final
     urls = [reverse("sweeps:export_scenarios", args=[sweep.pk, f]) for f in ("csv", "jsonl")] + [
-        reverse("sweeps:export_table", args=[sweep.pk, f]) for f in ("csv", "json", "md")]
+        reverse("sweeps:export_table", args=[sweep.pk, f]) for f in ("csv", "json", "md")
+    ]
     total = Scenario.objects.filter(sweep=sweep).count()
 
     @fuzz_settings("exports")
@@ -384,13 +516,30 @@ def test_fuzz_exports(client_in, sweep):
 
 # --- the answer form ----------------------------------------------------------------------------
 
+
 def test_fuzz_answer_form(client_in, sweep):
     q = Question.objects.get(sweep=sweep)
     url = reverse("sweeps:answer", args=[q.pk])
-    fields = st.dictionaries(st.sampled_from(["happened", "next", "other"]),
-                             st.one_of(st.sampled_from(["yes", "no", "", "/", "//evil.example", "https://evil.example/",
-                                                        "/questions/", "javascript:alert(1)", "\\\\evil"]),
-                                       st.text(max_size=40)), max_size=3)
+    fields = st.dictionaries(
+        st.sampled_from(["happened", "next", "other"]),
+        st.one_of(
+            st.sampled_from(
+                [
+                    "yes",
+                    "no",
+                    "",
+                    "/",
+                    "//evil.example",
+                    "https://evil.example/",
+                    "/questions/",
+                    "javascript:alert(1)",
+                    "\\\\evil",
+                ]
+            ),
+            st.text(max_size=40),
+        ),
+        max_size=3,
+    )
 
     @fuzz_settings("answer")
     @given(fields)
@@ -399,8 +548,11 @@ def test_fuzz_answer_form(client_in, sweep):
         with rolled_back():
             r = client_in.post(url, data)
             row = Question.objects.get(pk=q.pk)
-            if data.get("happened") in ("yes", "no") and len(data.get("next", "")) <= 2000 and "\x00" not in data.get(
-                    "next", ""):
+            if (
+                data.get("happened") in ("yes", "no")
+                and len(data.get("next", "")) <= 2000
+                and "\x00" not in data.get("next", "")
+            ):
                 assert r.status_code == 302
                 assert r["Location"].startswith("/")
                 assert url_has_allowed_host_and_scheme(r["Location"], allowed_hosts={"testserver"})

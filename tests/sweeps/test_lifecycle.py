@@ -102,6 +102,7 @@ def text(response) -> str:
 
 # --- the planned size ----------------------------------------------------------------------------
 
+
 def test_the_plan_of_the_chapter_s_table_is_its_exact_size():
     plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2)
     assert (plan.chunks, plan.scenarios, plan.exact) == (TABLE_CHUNKS, TABLE_SCENARIOS, True)
@@ -196,8 +197,9 @@ def test_a_job_too_big_for_its_sweep_is_refused_by_its_plan_with_the_figure_and_
     took = time.monotonic() - start
     (message,) = e.value.messages
     assert message.startswith("this sweep's states would carry about 3.8") and " GB of its job (about 9," in message
-    assert ("each carrying the job's 400,372 bytes of calls and final text), more than the 1 GB a sweep may "
-            "carry") in message
+    assert (
+        "each carrying the job's 400,372 bytes of calls and final text), more than the 1 GB a sweep may carry"
+    ) in message
     assert e.value.error_list[0].code == "too_big"
     assert took < 10  # counted exactly (the full budget of these slower steps): 12.8 s here
 
@@ -218,9 +220,18 @@ def test_planning_stores_and_enqueues_nothing(enqueued):
     assert Sweep.objects.count() == Chunk.objects.count() == 0 and enqueued == []
 
 
-@pytest.mark.parametrize("bad", [{"depth": 4}, {"depth": 3, "person": "queue"}, {"runs": 0}, {"configs": []},
-                                 {"person": "robot"},
-                                 {"job_source": '{"name": "x"}'}, {"job_source": None}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"depth": 4},
+        {"depth": 3, "person": "queue"},
+        {"runs": 0},
+        {"configs": []},
+        {"person": "robot"},
+        {"job_source": '{"name": "x"}'},
+        {"job_source": None},
+    ],
+)
 def test_planning_bad_settings_raises_as_creating_does(bad):
     with pytest.raises(ValidationError):
         planning.sweep_plan(**{"job_source": TRIAGE, "configs": LOOP, **bad})
@@ -233,8 +244,18 @@ def test_planning_bad_conditions_raises_as_creating_does():
 
 def test_the_plan_plays_the_configurations_under_the_conditions(monkeypatch):
     played = record_conditions(monkeypatch, "points")
-    planning.sweep_plan(job_source=TRIAGE, configs=LOOP, depth=1, crash_model="kill", fsync=False,
-                        tracker_fault="crash", tool_faults="always", person_faults="deny:1", model="fickle", seed=3)
+    planning.sweep_plan(
+        job_source=TRIAGE,
+        configs=LOOP,
+        depth=1,
+        crash_model="kill",
+        fsync=False,
+        tracker_fault="crash",
+        tool_faults="always",
+        person_faults="deny:1",
+        model="fickle",
+        seed=3,
+    )
     assert played == [Conditions("kill", False, "crash", "always", "deny:1", "fickle", 3)]
 
 
@@ -260,6 +281,7 @@ def test_the_rate_comes_from_finished_sweeps_of_the_same_depth_and_runs():
 
 
 # --- cancel and resume: services -------------------------------------------------------------------
+
 
 def test_cancel_cancels_a_running_sweep_once(enqueued):
     sweep = create()
@@ -319,7 +341,8 @@ def test_the_stall_watchdog_leaves_a_cancelled_sweep_alone(enqueued, monkeypatch
 
 
 def test_resume_runs_a_cancelled_sweep_again_and_queues_only_its_missing_chunks(
-        enqueued, django_capture_on_commit_callbacks):
+    enqueued, django_capture_on_commit_callbacks
+):
     sweep = create()
     ids = chunk_ids(sweep)
     for pk in ids[:5]:
@@ -371,6 +394,7 @@ def test_an_answer_in_a_cancelled_sweep_waits_for_its_resume(enqueued, django_ca
 
 # --- delete: services ------------------------------------------------------------------------------
 
+
 def test_delete_removes_the_sweep_with_its_chunks_scenarios_and_questions(users):
     sweep, kept = owned_sweep(users), owned_sweep(users)
     assert lifecycle.sweep_delete(sweep_id=sweep.pk) == {"sweeps": 1, "chunks": 2, "scenarios": 2, "questions": 1}
@@ -398,6 +422,7 @@ def test_the_queued_tasks_of_a_deleted_sweep_do_nothing(enqueued):
 
 # --- name and notes: services ----------------------------------------------------------------------
 
+
 def test_a_sweep_is_created_with_a_name_and_notes(enqueued):
     sweep = create(name="  before the fix ", notes="keys off\nsecond line")
     assert (sweep.name, sweep.notes) == ("before the fix", "keys off\nsecond line")
@@ -420,6 +445,7 @@ def test_update_notes_refuses_bad_values(enqueued, name, notes):
 
 
 # --- views: cancel ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("role", ROLES)
 def test_cancel_by_role(as_role, users, role):
@@ -472,6 +498,7 @@ def test_resume_of_a_cancelled_sweep_by_staff(as_role, users, enqueued, django_c
 
 # --- views: delete ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("role", ROLES)
 def test_the_delete_confirm_page_by_role(as_role, users, role):
     sweep = owned_sweep(users)
@@ -519,6 +546,7 @@ def test_the_delete_link_is_shown_to_the_owner_and_staff(as_role, users, role, s
 
 # --- views: name and notes -------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("role", ROLES)
 def test_edit_name_and_notes_by_role(as_role, users, role):
     sweep = owned_sweep(users)
@@ -561,14 +589,17 @@ def test_the_launch_form_takes_a_name_and_notes(as_role, users, enqueued):
 
 # --- views: the planned size ---------------------------------------------------------------------
 
+
 def test_the_plan_endpoint_gives_the_table_s_size_and_a_time(as_role, users, enqueued):
     _finished(2, 1, 9000, 3)
     r = as_role("owner").post(reverse("sweeps:plan"), launch_data())
     p = r.json()
     assert r.status_code == 200
     assert (p["chunks"], p["scenarios"], p["exact"], p["rate"], p["seconds"]) == (412, 9663, True, 3000.0, 3.2)
-    assert p["text"] == ("412 chunks · 9,663 scenarios · about 3 s at 3,000 scenarios/s, "
-                         "measured over 1 finished sweep here (depth 2, 1 run)")
+    assert p["text"] == (
+        "412 chunks · 9,663 scenarios · about 3 s at 3,000 scenarios/s, "
+        "measured over 1 finished sweep here (depth 2, 1 run)"
+    )
     assert Sweep.objects.count() == 1 and enqueued == []  # the measured one only; nothing enqueued
 
 
@@ -576,12 +607,23 @@ def test_the_plan_endpoint_plans_under_the_form_s_conditions(as_role, users, mon
     asked = []
     real = sweep_forms.launch_request  # the form checks and plans the launch once (sweeps.request)
     monkeypatch.setattr(sweep_forms, "launch_request", lambda **kw: asked.append(kw) or real(**kw))
-    r = as_role("owner").post(reverse("sweeps:plan"), launch_data(
-        crash_model="power-cut", fsync="off", tracker_fault="ttl:5", tool_faults="k:2", person_faults="wrong:0.5",
-        model="fresh-ids", seed="9", depth="1"))
+    r = as_role("owner").post(
+        reverse("sweeps:plan"),
+        launch_data(
+            crash_model="power-cut",
+            fsync="off",
+            tracker_fault="ttl:5",
+            tool_faults="k:2",
+            person_faults="wrong:0.5",
+            model="fresh-ids",
+            seed="9",
+            depth="1",
+        ),
+    )
     assert r.status_code == 200
-    assert [{c: kw[c] for c in Conditions._fields} for kw in asked] == [Conditions(
-        "power-cut", False, "ttl:5", "k:2", "wrong:0.5", "fresh-ids", 9)._asdict()]
+    assert [{c: kw[c] for c in Conditions._fields} for kw in asked] == [
+        Conditions("power-cut", False, "ttl:5", "k:2", "wrong:0.5", "fresh-ids", 9)._asdict()
+    ]
 
 
 def test_the_plan_endpoint_names_a_bad_fault_with_agentcore_s_message(as_role, users):
@@ -630,6 +672,7 @@ def test_the_launch_form_shows_the_planned_size_of_its_defaults(as_role, users):
 
 # --- real workers ----------------------------------------------------------------------------------
 
+
 def _stored(sweep):
     return Scenario.objects.filter(sweep=sweep).count()
 
@@ -641,8 +684,11 @@ def test_a_sweep_cancelled_midway_stops_and_its_resume_stores_exactly_the_full_t
     cfgs = [agentsweep.Config(job, designs.get(d), t, 2, "scripted", n) for n, d, t in agentsweep.TABLE]
     plan = planning.sweep_plan(job_source=TRIAGE, configs=TABLE, depth=2, runs=2, budget=10**9)
     sweep = launch.sweep_create(user=None, job_source=TRIAGE, configs=TABLE, depth=2, runs=2)
-    wait_until(lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40, timeout=60,
-               what="the workers to store some chunks")
+    wait_until(
+        lambda: Chunk.objects.filter(sweep=sweep, stored=True).count() >= 40,
+        timeout=60,
+        what="the workers to store some chunks",
+    )
     assert lifecycle.sweep_cancel(sweep_id=sweep.pk), "the sweep ended before it could be cancelled"
     time.sleep(0.5)  # a store that began before the cancel commits now or never
     rows = _stored(sweep)
@@ -662,7 +708,8 @@ def test_a_sweep_cancelled_midway_stops_and_its_resume_stores_exactly_the_full_t
     assert sweep.status == Sweep.Status.DONE, sweep.error
     assert _stored(sweep) == plan.scenarios == 35_280
     assert [tuple(r.values()) for r in selectors.sweep_table(sweep)] == [
-        tuple(r.values()) for r in agentsweep.sweep(cfgs, depth=2, workers=1).rows]
+        tuple(r.values()) for r in agentsweep.sweep(cfgs, depth=2, workers=1).rows
+    ]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -45,7 +45,8 @@ TRIAGE = sweep_configs.builtin_job_source("triage")
 # for the kills below on two workers.
 CONFIGS = sweep_configs.table_configs_for() + [
     {"name": f"{c['name']}, keyless", "design": c["design"], "tracker": "keyless"}
-    for c in sweep_configs.table_configs_for()[:5]]
+    for c in sweep_configs.table_configs_for()[:5]
+]
 RERUN_SECONDS = 5.0  # the goal: lost work runs again within this of its failure
 MIN_KILLS, MAX_KILLS = 10, 12
 KILL_GAP = (0.1, 0.3)  # seconds between two kills, drawn uniformly
@@ -72,13 +73,18 @@ def redis_lab(tmp_path: Path) -> Iterator[Lab]:
 def requeues(logs: str, sweep: Sweep) -> list[tuple[float, str, list[int]]]:
     """The watchdog's queuings of this sweep's chunks, from the workers' logs: (wall time, why, chunk IDs)."""
     out = []
-    for at, why, ids in re.findall(rf"{STAMP} sweep {sweep.pk}: (.*?): \d+ chunk\(s\) queued again ahead of the "
-                                   rf"queue: ([\d ]+)", logs):
+    for at, why, ids in re.findall(
+        rf"{STAMP} sweep {sweep.pk}: (.*?): \d+ chunk\(s\) queued again ahead of the "
+        rf"queue: ([\d ]+)",
+        logs,
+    ):
         out.append((datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f").timestamp(), why, [int(i) for i in ids.split()]))
-    for at, ids in re.findall(rf"{STAMP} sweep {sweep.pk}: nothing stored for .*? queued again: chunks ([\d ]+);",
-                              logs):
-        out.append((datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f").timestamp(), "the stall rule",
-                    [int(i) for i in ids.split()]))
+    for at, ids in re.findall(
+        rf"{STAMP} sweep {sweep.pk}: nothing stored for .*? queued again: chunks ([\d ]+);", logs
+    ):
+        out.append(
+            (datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f").timestamp(), "the stall rule", [int(i) for i in ids.split()])
+        )
     return sorted(out)
 
 
@@ -94,8 +100,11 @@ class Claims:
 
     def read(self) -> list[tuple[Any, ...]]:
         now = time.time()
-        rows = list(Chunk.objects.filter(sweep=self.sweep).values_list("pk", "stored", "attempts", "holder",
-                                                                      "queued", "priority", "received"))
+        rows = list(
+            Chunk.objects.filter(sweep=self.sweep).values_list(
+                "pk", "stored", "attempts", "holder", "queued", "priority", "received"
+            )
+        )
         for pk, _, attempts, _, queued, priority, received in rows:
             if attempts > self.attempts.get(pk, 0):
                 self.claimed.setdefault(pk, []).append(now)
@@ -119,13 +128,18 @@ class Claims:
         if not mine:
             return -math.inf
         queued, priority = max(mine)
-        before = [r for stamps in self.messages.values() for q, (p, r) in stamps.items()
-                  if p == priority and q < queued and r is not None and r < at_us]
+        before = [
+            r
+            for stamps in self.messages.values()
+            for q, (p, r) in stamps.items()
+            if p == priority and q < queued and r is not None and r < at_us
+        ]
         return max(before) / 1e6 - RECEIPT_SECONDS if before else -math.inf
 
 
-def delays(events: list[tuple[float, str, list[int]]], kills: list[float], claims: Claims,
-           victims: dict[str, float]) -> list[tuple[float, str, int]]:
+def delays(
+    events: list[tuple[float, str, list[int]]], kills: list[float], claims: Claims, victims: dict[str, float]
+) -> list[tuple[float, str, int]]:
     """Per chunk queued again: (seconds from the failure that lost it to its next claim, why, chunk).
     A lease's queuing names its dead holder, whose kill it follows. A lost message's names nobody:
     the first kill after its message reached the head of its queue (Claims.head_of_queue), which is
@@ -138,8 +152,9 @@ def delays(events: list[tuple[float, str, list[int]]], kills: list[float], claim
                 failed = victims[holders[0]]
             else:
                 head = claims.head_of_queue(pk, at)
-                failed = min((k for k in kills if head <= k < at), default=max((k for k in kills if k < at),
-                                                                              default=-math.inf))
+                failed = min(
+                    (k for k in kills if head <= k < at), default=max((k for k in kills if k < at), default=-math.inf)
+                )
             out.append((claims.after(pk, at) - failed, why, pk))
     return out
 
@@ -163,8 +178,10 @@ def summary(label: str, found: list[tuple[float, str, int]]) -> str:
         kind = "lease" if "ran out" in why else "stall" if "stall" in why else "lost message"
         kinds[kind] = kinds.get(kind, 0) + 1
     rules = ", ".join(f"{n} by the {k} rule" for k, n in kinds.items())
-    return (f"{label}: {len(found)} chunk(s) queued again ({rules}); failure to re-run: worst {worst:.2f} s, "
-            f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s)")
+    return (
+        f"{label}: {len(found)} chunk(s) queued again ({rules}); failure to re-run: worst {worst:.2f} s, "
+        f"median {median:.2f} s (goal <= {RERUN_SECONDS:g} s)"
+    )
 
 
 @pytest.mark.parametrize("where", LABS)
@@ -204,10 +221,13 @@ def test_whole_workers_killed_at_random_moments_have_their_work_run_again_within
     expected, stored = check_rows(sweep)
     events = requeues(lab.logs(), sweep)
     found = delays(events, [k[0] for k in kills], claims, {h: at for at, h, _ in kills})
-    report(capsys, f"{label}: {len(kills)} whole workers SIGKILLed at seeded random moments "
-                   f"({sum(k[2] for k in kills)} of them seen at work), {MAKE_RUN_WORKERS} consuming at a time; "
-                   f"sweep of {sweep.total_chunks} chunks done {done - kills[-1][0]:.1f} s after the last kill; "
-                   f"rows expected {expected}, stored {stored}, no duplicate; {load()}")
+    report(
+        capsys,
+        f"{label}: {len(kills)} whole workers SIGKILLed at seeded random moments "
+        f"({sum(k[2] for k in kills)} of them seen at work), {MAKE_RUN_WORKERS} consuming at a time; "
+        f"sweep of {sweep.total_chunks} chunks done {done - kills[-1][0]:.1f} s after the last kill; "
+        f"rows expected {expected}, stored {stored}, no duplicate; {load()}",
+    )
     report(capsys, summary(label, found))
     assert len(kills) >= MIN_KILLS, kills
     assert not [e for e in events if e[1] == "the stall rule"], events  # the rules above had it all
@@ -231,8 +251,9 @@ def empty_the_broker(lab: Lab) -> float:
 @pytest.mark.parametrize("where", LABS)
 def test_a_broker_that_comes_back_empty_has_its_work_run_again_within_seconds(where, request, capsys):
     lab = request.getfixturevalue(where)
-    label = "broker emptied, " + ("Redis SIGKILLed and started again" if lab.redis else
-                                  "the filesystem broker's messages deleted")
+    label = "broker emptied, " + (
+        "Redis SIGKILLed and started again" if lab.redis else "the filesystem broker's messages deleted"
+    )
     reference(key(CONFIGS), 2)
     workers = lab.workers(pool="solo", concurrency=1)
     workers.start(MAKE_RUN_WORKERS)
@@ -255,11 +276,14 @@ def test_a_broker_that_comes_back_empty_has_its_work_run_again_within_seconds(wh
     events = requeues(lab.logs(), sweep)
     lost = [(at, why, ids) for at, why, ids in events if at > back - 2]
     first_rerun = min((claims.after(pk, at) for at, _, ids in lost for pk in ids), default=math.inf)
-    report(capsys, f"{label} at {sweep.total_chunks - len(unclaimed)} of {sweep.total_chunks} chunks started: "
-                   f"{sum(len(ids) for _, _, ids in lost)} chunk(s) queued again "
-                   f"{min((at for at, _, _ in lost), default=math.inf) - back:.2f} s after its return; the first of "
-                   f"them run again after {first_rerun - back:.2f} s (goal <= {RERUN_SECONDS:g} s); sweep done "
-                   f"{done - back:.1f} s after it; rows expected {expected}, stored {stored}; {load()}")
+    report(
+        capsys,
+        f"{label} at {sweep.total_chunks - len(unclaimed)} of {sweep.total_chunks} chunks started: "
+        f"{sum(len(ids) for _, _, ids in lost)} chunk(s) queued again "
+        f"{min((at for at, _, _ in lost), default=math.inf) - back:.2f} s after its return; the first of "
+        f"them run again after {first_rerun - back:.2f} s (goal <= {RERUN_SECONDS:g} s); sweep done "
+        f"{done - back:.1f} s after it; rows expected {expected}, stored {stored}; {load()}",
+    )
     assert lost and all(why == leases.LOST for _, why, _ in lost), events
     assert first_rerun - back <= RERUN_SECONDS
     assert min(at for at, _, _ in lost) - back <= RERUN_SECONDS

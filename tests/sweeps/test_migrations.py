@@ -26,7 +26,10 @@ def test_a_sweep_stored_before_the_conditions_gets_the_defaults():
         pk = old.objects.create(job_name="triage", job_source="{}", configs=[]).pk
         new = migrate(AFTER).get_model("sweeps", "Sweep")
         assert new.objects.filter(pk=pk).values_list("crash_model", "fsync", "tracker_fault").get() == (
-            "panic", True, "none")
+            "panic",
+            True,
+            "none",
+        )
     finally:
         migrate(latest)
 
@@ -36,17 +39,31 @@ def test_a_sweep_and_a_question_stored_before_the_world_get_the_defaults():
     latest = [key for key in MigrationExecutor(connection).loader.graph.leaf_nodes() if key[0] == "sweeps"]
     try:
         old = migrate([("sweeps", "0008_scenario_metrics_world_outcomes")])
-        sweep = old.get_model("sweeps", "Sweep").objects.create(job_name="triage", job_source="{}", configs=[],
-                                                                 tracker_fault="crash")
+        sweep = old.get_model("sweeps", "Sweep").objects.create(
+            job_name="triage", job_source="{}", configs=[], tracker_fault="crash"
+        )
         scenario = old.get_model("sweeps", "Scenario").objects.create(
-            sweep=sweep, config=0, design="loop", tracker="keyed", job="triage", first_point=1, first_kind="k",
-            first_label="k")
+            sweep=sweep,
+            config=0,
+            design="loop",
+            tracker="keyed",
+            job="triage",
+            first_point=1,
+            first_kind="k",
+            first_label="k",
+        )
         question = old.get_model("sweeps", "Question").objects.create(
-            sweep=sweep, scenario=scenario, qid="0:call_1", call={}, durable={})
+            sweep=sweep, scenario=scenario, qid="0:call_1", call={}, durable={}
+        )
         new = migrate([("sweeps", "0009_sweep_world_question_avoidable")])
         fields = ("tracker_fault", "tool_faults", "person_faults", "model", "seed")
         assert new.get_model("sweeps", "Sweep").objects.filter(pk=sweep.pk).values_list(*fields).get() == (
-            "crash", "first", "truthful", "fixed", 0)
+            "crash",
+            "first",
+            "truthful",
+            "fixed",
+            0,
+        )
         assert new.get_model("sweeps", "Question").objects.get(pk=question.pk).avoidable is False
     finally:
         migrate(latest)

@@ -19,7 +19,8 @@ from tests.sweeps import _data
 def test_a_sweep_s_conditions_default_to_agentcore_s():
     defaults = {f.name: f.default for f in fields(Config)}
     assert {name: Sweep._meta.get_field(name).default for name in Conditions._fields} == {
-        name: defaults[name] for name in Conditions._fields}
+        name: defaults[name] for name in Conditions._fields
+    }
 
 
 def test_the_conditions_tuple_defaults_to_agentcore_s():
@@ -39,9 +40,13 @@ def test_a_tracker_fault_with_a_number_is_no_choice_but_a_spelling():
 
 @pytest.mark.parametrize("name", ["crash_model", "tracker_fault", "tool_faults", "person_faults", "model"])
 def test_every_condition_s_longest_plain_spelling_fits_its_column(name):
-    longest = {"crash_model": CRASH_MODELS, "tracker_fault": ("strict-params", f"ttl:{MAX_TTL}"),
-               "tool_faults": ("always", f"k:{MAX_TOOL_FAILURES}"), "person_faults": ("adversarial", "wrong:0.5"),
-               "model": MODELS}[name]
+    longest = {
+        "crash_model": CRASH_MODELS,
+        "tracker_fault": ("strict-params", f"ttl:{MAX_TTL}"),
+        "tool_faults": ("always", f"k:{MAX_TOOL_FAILURES}"),
+        "person_faults": ("adversarial", "wrong:0.5"),
+        "model": MODELS,
+    }[name]
     assert max(len(n) for n in longest) <= Sweep._meta.get_field(name).max_length == CONDITION_CHARS
 
 
@@ -53,8 +58,9 @@ def test_a_sweep_says_its_conditions_in_agentcore_s_words():
 
 def test_a_sweep_says_its_world_in_agentcore_s_words():
     sweep = Sweep(tracker_fault="ttl:5", tool_faults="always", person_faults="wrong:0.5", model="fickle", seed=3)
-    assert sweep.conditions == ("panic, fsync on, tracker fault: ttl:5, tool faults: always, person: wrong:0.5, "
-                                "model: fickle, seed: 3")
+    assert sweep.conditions == (
+        "panic, fsync on, tracker fault: ttl:5, tool faults: always, person: wrong:0.5, model: fickle, seed: 3"
+    )
 
 
 def test_a_sweep_says_fsync_as_the_command_line_does():

@@ -44,8 +44,9 @@ def stored(status: str = Sweep.Status.DONE, configs: int = 3, firsts: int = 4, p
     for c in range(configs):
         for f in range(1, firsts + 1):
             _data.chunk(sweep, c, f, scenarios=per_first)
-            Scenario.objects.bulk_create([_data.scenario(sweep, c, f, s, duplicates=(c + f + s) % 3, asks=s % 2)
-                                          for s in range(per_first)])
+            Scenario.objects.bulk_create(
+                [_data.scenario(sweep, c, f, s, duplicates=(c + f + s) % 3, asks=s % 2) for s in range(per_first)]
+            )
     return Sweep.objects.get(pk=sweep.pk)
 
 

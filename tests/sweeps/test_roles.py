@@ -44,8 +44,14 @@ def enqueued(monkeypatch):
 def people() -> dict[str, Any]:
     """The owner of every sweep and audit below (an operator), and one user per role."""
     owner = member("olga", "operator")
-    return {"owner": owner, "anonymous": None, "viewer": member("vic", "viewer"), "operator-own": owner,
-            "operator-other": member("otto", "operator"), "staff": member("sam", "staff")}
+    return {
+        "owner": owner,
+        "anonymous": None,
+        "viewer": member("vic", "viewer"),
+        "operator-own": owner,
+        "operator-other": member("otto", "operator"),
+        "staff": member("sam", "staff"),
+    }
 
 
 def as_role(people: dict[str, Any], role: str) -> Client:
@@ -63,8 +69,9 @@ def owned_sweep(owner, **kw) -> Sweep:
 
 
 def owned_audit(owner) -> Audit:
-    a = audits.audit_create(user=owner, job_source=builtin_job_source("triage"), designs=["loop"],
-                            trackers=["keyed"], worlds=["panic"])
+    a = audits.audit_create(
+        user=owner, job_source=builtin_job_source("triage"), designs=["loop"], trackers=["keyed"], worlds=["panic"]
+    )
     audits.audit_unit_failed(unit_id=a.units.get().pk, error="OperationalError: gone")
     return a
 
@@ -80,42 +87,76 @@ def _status(sweep: Sweep) -> str:
 # Each write endpoint: (the request for a sweep or audit of the owner's, what it did when it was let
 # through). `None` when there is nothing to own (launching).
 ENDPOINTS = {
-    "launch": ("sweep", lambda s: (reverse("sweeps:launch"), launch_data()),
-               lambda s: Sweep.objects.count() == 2),
-    "plan": ("sweep", lambda s: (reverse("sweeps:plan"), launch_data()),
-             None),  # writes nothing: the answer's status says it all
-    "resume": ("cancelled", lambda s: (reverse("sweeps:resume", args=[s.pk]), {}),
-               lambda s: _status(s) == Sweep.Status.RUNNING),
-    "cancel": ("sweep", lambda s: (reverse("sweeps:cancel", args=[s.pk]), {}),
-               lambda s: _status(s) == Sweep.Status.CANCELLED),
-    "delete": ("sweep", lambda s: (reverse("sweeps:delete", args=[s.pk]), {}),
-               lambda s: not Sweep.objects.filter(pk=s.pk).exists()),
-    "edit": ("sweep", lambda s: (reverse("sweeps:edit", args=[s.pk]), {"name": "after", "notes": ""}),
-             lambda s: Sweep.objects.get(pk=s.pk).name == "after"),
-    "answer": ("sweep", lambda s: (reverse("sweeps:answer", args=[_question(s).pk]), {"happened": "yes"}),
-               lambda s: _question(s).status == Question.Status.ANSWERED),
-    "answer-all": ("sweep", lambda s: (reverse("sweeps:answer_all", args=[s.pk]), {}),
-                   lambda s: _question(s).status == Question.Status.ANSWERED),
-    "audit-launch": ("audit", lambda a: (reverse("sweeps:audits"), {"job": "triage", "designs": ["loop"],
-                                                                    "trackers": ["keyed"], "worlds": ["panic"]}),
-                     lambda a: Audit.objects.count() == 2),
-    "audit-resume": ("audit", lambda a: (reverse("sweeps:audit_resume", args=[a.pk]), {}),
-                     lambda a: Audit.objects.get(pk=a.pk).status == Audit.Status.RUNNING),
+    "launch": ("sweep", lambda s: (reverse("sweeps:launch"), launch_data()), lambda s: Sweep.objects.count() == 2),
+    "plan": (
+        "sweep",
+        lambda s: (reverse("sweeps:plan"), launch_data()),
+        None,
+    ),  # writes nothing: the answer's status says it all
+    "resume": (
+        "cancelled",
+        lambda s: (reverse("sweeps:resume", args=[s.pk]), {}),
+        lambda s: _status(s) == Sweep.Status.RUNNING,
+    ),
+    "cancel": (
+        "sweep",
+        lambda s: (reverse("sweeps:cancel", args=[s.pk]), {}),
+        lambda s: _status(s) == Sweep.Status.CANCELLED,
+    ),
+    "delete": (
+        "sweep",
+        lambda s: (reverse("sweeps:delete", args=[s.pk]), {}),
+        lambda s: not Sweep.objects.filter(pk=s.pk).exists(),
+    ),
+    "edit": (
+        "sweep",
+        lambda s: (reverse("sweeps:edit", args=[s.pk]), {"name": "after", "notes": ""}),
+        lambda s: Sweep.objects.get(pk=s.pk).name == "after",
+    ),
+    "answer": (
+        "sweep",
+        lambda s: (reverse("sweeps:answer", args=[_question(s).pk]), {"happened": "yes"}),
+        lambda s: _question(s).status == Question.Status.ANSWERED,
+    ),
+    "answer-all": (
+        "sweep",
+        lambda s: (reverse("sweeps:answer_all", args=[s.pk]), {}),
+        lambda s: _question(s).status == Question.Status.ANSWERED,
+    ),
+    "audit-launch": (
+        "audit",
+        lambda a: (
+            reverse("sweeps:audits"),
+            {"job": "triage", "designs": ["loop"], "trackers": ["keyed"], "worlds": ["panic"]},
+        ),
+        lambda a: Audit.objects.count() == 2,
+    ),
+    "audit-resume": (
+        "audit",
+        lambda a: (reverse("sweeps:audit_resume", args=[a.pk]), {}),
+        lambda a: Audit.objects.get(pk=a.pk).status == Audit.Status.RUNNING,
+    ),
 }
 LAUNCHES = {"launch", "plan", "audit-launch"}
 # Who may: launching needs the operator role (whose sweep it "is" does not apply); every other write
 # needs the owner (an operator) or staff.
-ALLOWED = {endpoint: {"operator-own", "operator-other", "staff"} if endpoint in LAUNCHES else
-           {"operator-own", "staff"} for endpoint in ENDPOINTS}
+ALLOWED = {
+    endpoint: {"operator-own", "operator-other", "staff"} if endpoint in LAUNCHES else {"operator-own", "staff"}
+    for endpoint in ENDPOINTS
+}
 
 
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("endpoint", list(ENDPOINTS))
 def test_every_write_endpoint_for_every_role(people, endpoint, role):
     kind, request, done = ENDPOINTS[endpoint]
-    target = (owned_audit(people["owner"]) if kind == "audit" else
-              owned_sweep(people["owner"], status=Sweep.Status.CANCELLED) if kind == "cancelled" else
-              owned_sweep(people["owner"]))
+    target = (
+        owned_audit(people["owner"])
+        if kind == "audit"
+        else owned_sweep(people["owner"], status=Sweep.Status.CANCELLED)
+        if kind == "cancelled"
+        else owned_sweep(people["owner"])
+    )
     url, data = request(target)
     r = as_role(people, role).post(url, data)
     if role in ALLOWED[endpoint]:
@@ -124,13 +165,20 @@ def test_every_write_endpoint_for_every_role(people, endpoint, role):
     else:
         assert r.status_code == 403
         page = r.content.decode()
-        assert ("log in to" in page if role == "anonymous" else
-                "ask staff for the operator role" in page if role == "viewer" else "only its owner or staff" in page)
+        assert (
+            "log in to" in page
+            if role == "anonymous"
+            else "ask staff for the operator role" in page
+            if role == "viewer"
+            else "only its owner or staff" in page
+        )
         assert done is None or not done(target)
 
 
-@pytest.mark.parametrize(("role", "status"), [("anonymous", 302), ("viewer", 403), ("operator-own", 200),
-                                              ("operator-other", 403), ("staff", 200)])
+@pytest.mark.parametrize(
+    ("role", "status"),
+    [("anonymous", 302), ("viewer", 403), ("operator-own", 200), ("operator-other", 403), ("staff", 200)],
+)
 def test_the_delete_confirm_page_for_every_role(people, role, status):
     sweep = owned_sweep(people["owner"])
     r = as_role(people, role).get(reverse("sweeps:delete", args=[sweep.pk]))
@@ -158,17 +206,27 @@ def test_the_launch_forms_are_offered_to_operators_and_staff_only(people, role):
 
 # --- reading ------------------------------------------------------------------------------------
 
+
 def _read_urls(sweep: Sweep) -> dict[str, list[str]]:
     scenario = Scenario.objects.filter(sweep=sweep).first()
     return {
-        "public": [reverse("sweeps:list"), reverse("sweeps:detail", args=[sweep.pk]),
-                   reverse("sweeps:progress", args=[sweep.pk]), reverse("sweeps:heatmap", args=[sweep.pk]),
-                   reverse("sweeps:scenarios", args=[sweep.pk]), reverse("sweeps:compare"), reverse("sweeps:audits")],
+        "public": [
+            reverse("sweeps:list"),
+            reverse("sweeps:detail", args=[sweep.pk]),
+            reverse("sweeps:progress", args=[sweep.pk]),
+            reverse("sweeps:heatmap", args=[sweep.pk]),
+            reverse("sweeps:scenarios", args=[sweep.pk]),
+            reverse("sweeps:compare"),
+            reverse("sweeps:audits"),
+        ],
         # Call arguments and keys: never to anonymous visitors.
-        "login": [reverse("sweeps:scenario", args=[scenario.pk]), reverse("sweeps:questions"),
-                  reverse("sweeps:sweep_questions", args=[sweep.pk]),
-                  reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]),
-                  reverse("sweeps:witness") + "?job=triage&design=loop&tracker=keyed&runs=1&first=3"],
+        "login": [
+            reverse("sweeps:scenario", args=[scenario.pk]),
+            reverse("sweeps:questions"),
+            reverse("sweeps:sweep_questions", args=[sweep.pk]),
+            reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"]),
+            reverse("sweeps:witness") + "?job=triage&design=loop&tracker=keyed&runs=1&first=3",
+        ],
     }
 
 
@@ -199,7 +257,8 @@ def test_a_user_with_no_role_is_told_to_ask_for_one(people):
     c.force_login(member("nora", None))
     r = c.get(reverse("sweeps:detail", args=[owned_sweep(people["owner"]).pk]))
     assert r.status_code == 403 and "(no role) may not read the dashboard: ask staff for the viewer role" in (
-        r.content.decode())
+        r.content.decode()
+    )
 
 
 def test_a_permission_given_to_one_user_counts_as_a_role_s():
@@ -220,13 +279,21 @@ def test_a_superuser_may_do_everything_to_a_sweep_without_an_owner():
 
 # --- the groups and `manage.py user` ------------------------------------------------------------
 
+
 def test_migrate_makes_the_three_groups_with_their_roles_permissions():
-    held = {g.name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
-            for g in Group.objects.filter(name__in=roles.ROLES)}
+    held = {
+        g.name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
+        for g in Group.objects.filter(name__in=roles.ROLES)
+    }
     assert held["viewer"] == set(roles.ROLES["viewer"])
     assert held["operator"] == held["viewer"] | {"sweeps.add_sweep", "sweeps.add_audit"}
-    assert {"sweeps.change_sweep", "sweeps.delete_sweep", "sweeps.change_audit", "axes.delete_accessattempt",
-            "auth.add_user"} <= held["staff"] and held["operator"] <= held["staff"]
+    assert {
+        "sweeps.change_sweep",
+        "sweeps.delete_sweep",
+        "sweeps.change_audit",
+        "axes.delete_accessattempt",
+        "auth.add_user",
+    } <= held["staff"] and held["operator"] <= held["staff"]
 
 
 def test_the_user_command_creates_a_user_with_a_role_and_a_password_shown_once():
@@ -255,6 +322,7 @@ def test_the_user_command_refuses_a_short_password_and_stores_nothing(monkeypatc
 
 # --- the per-user limit of unfinished sweeps ----------------------------------------------------
 
+
 def test_a_launch_beyond_the_limit_is_refused_with_a_message_and_stores_nothing(settings):
     settings.SWEEPSITE_MAX_RUNNING = 2
     olga = member("olga", "operator")
@@ -264,8 +332,10 @@ def test_a_launch_beyond_the_limit_is_refused_with_a_message_and_stores_nothing(
     _data.make_sweep(1, created_by=olga, status=Sweep.Status.CANCELLED)
     r = logged_in(olga).post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 400
-    assert ("olga has 2 unfinished sweeps (running or waiting for answers), the most one user may have at once "
-            "(2): wait for one to finish or cancel one") in r.content.decode()
+    assert (
+        "olga has 2 unfinished sweeps (running or waiting for answers), the most one user may have at once "
+        "(2): wait for one to finish or cancel one"
+    ) in r.content.decode()
     assert Sweep.objects.count() == 4 and Chunk.objects.count() == 0
 
 

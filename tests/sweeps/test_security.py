@@ -75,6 +75,7 @@ def unchanged(q: Question) -> bool:
 
 # --- anonymous users ----------------------------------------------------------------------------
 
+
 def test_anonymous_cannot_launch(client, enqueued):
     r = client.post(reverse("sweeps:launch"), launch_data())
     assert r.status_code == 403 and "log in" in text(r)
@@ -110,8 +111,11 @@ def test_anonymous_gets_no_resume_button_and_no_questions_where_reading_is_publi
     assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
 
-@pytest.mark.parametrize("name,fmt", [("sweeps:export_table", f) for f in ("csv", "json", "md")]
-                         + [("sweeps:export_scenarios", f) for f in ("csv", "jsonl")])
+@pytest.mark.parametrize(
+    "name,fmt",
+    [("sweeps:export_table", f) for f in ("csv", "json", "md")]
+    + [("sweeps:export_scenarios", f) for f in ("csv", "jsonl")],
+)
 def test_anonymous_cannot_export(client, waiting, name, fmt):
     url = reverse(name, args=[waiting.sweep_id, fmt])
     r = client.get(url + "?has_dups=yes")
@@ -119,9 +123,18 @@ def test_anonymous_cannot_export(client, waiting, name, fmt):
     assert "sweep" not in r.get("Content-Disposition", "")
 
 
-@pytest.mark.parametrize("url", ["/admin/", "/admin/sweeps/sweep/", "/admin/sweeps/question/",
-                                 "/admin/sweeps/scenario/", "/admin/sweeps/chunk/", "/admin/auth/user/",
-                                 "/admin/sweeps/sweep/add/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/",
+        "/admin/sweeps/sweep/",
+        "/admin/sweeps/question/",
+        "/admin/sweeps/scenario/",
+        "/admin/sweeps/chunk/",
+        "/admin/auth/user/",
+        "/admin/sweeps/sweep/add/",
+    ],
+)
 def test_anonymous_cannot_reach_the_admin(client, url):
     r = client.get(url)
     assert r.status_code == 302 and r["Location"].startswith("/admin/login/")
@@ -147,15 +160,22 @@ def test_staff_reach_the_admin(admin_client):
 def test_private_reading_sends_anonymous_users_to_log_in(client, waiting, settings):
     settings.SWEEPSITE_PUBLIC_READ = False
     s = waiting.sweep_id
-    for url in (reverse("sweeps:list"), reverse("sweeps:detail", args=[s]), reverse("sweeps:progress", args=[s]),
-                reverse("sweeps:heatmap", args=[s]), reverse("sweeps:scenarios", args=[s]),
-                reverse("sweeps:scenario", args=[waiting.scenario_id]), reverse("sweeps:questions"),
-                reverse("sweeps:sweep_questions", args=[s])):
+    for url in (
+        reverse("sweeps:list"),
+        reverse("sweeps:detail", args=[s]),
+        reverse("sweeps:progress", args=[s]),
+        reverse("sweeps:heatmap", args=[s]),
+        reverse("sweeps:scenarios", args=[s]),
+        reverse("sweeps:scenario", args=[waiting.scenario_id]),
+        reverse("sweeps:questions"),
+        reverse("sweeps:sweep_questions", args=[s]),
+    ):
         r = client.get(url)
         assert r.status_code == 302 and r["Location"].startswith(reverse("login")), url
 
 
 # --- CSRF ---------------------------------------------------------------------------------------
+
 
 def test_every_post_form_carries_a_csrf_token():
     forms = 0
@@ -242,6 +262,7 @@ def test_login_needs_the_csrf_token(django_user_model):
 
 # --- who answered and when ----------------------------------------------------------------------
 
+
 def test_who_answered_and_when_is_recorded_and_shown(client, ann, waiting, enqueued):
     client.force_login(ann)
     before = timezone.now()
@@ -265,8 +286,17 @@ def test_answer_all_records_who_answered(client, ann, waiting, enqueued):
 def test_answer_redirects_only_to_this_site(client, ann, waiting, enqueued):
     client.force_login(ann)
     fallback = reverse("sweeps:sweep_questions", args=[waiting.sweep_id])
-    for target in ("https://evil.example/", "//evil.example/x", "javascript:alert(1)", "http:/\\evil.example",
-                   "\\\\evil.example", "/\\evil.example", "yes", "admin:index", "questions/"):
+    for target in (
+        "https://evil.example/",
+        "//evil.example/x",
+        "javascript:alert(1)",
+        "http:/\\evil.example",
+        "\\\\evil.example",
+        "/\\evil.example",
+        "yes",
+        "admin:index",
+        "questions/",
+    ):
         Question.objects.filter(pk=waiting.pk).update(status=Question.Status.OPEN)
         r = client.post(reverse("sweeps:answer", args=[waiting.pk]), {"happened": "yes", "next": target})
         assert r.status_code == 302 and r["Location"] == fallback, target
@@ -276,11 +306,18 @@ def test_answer_redirects_only_to_this_site(client, ann, waiting, enqueued):
 
 # --- deployment ---------------------------------------------------------------------------------
 
+
 def manage(tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_DEBUG")}
     environ.update({"SWEEPSITE_VAR": str(tmp_path), "DJANGO_PRODUCTION": "1", **env})
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=environ,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 PRODUCTION_ENV = {"SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "example.com"}
@@ -293,9 +330,11 @@ def test_check_deploy_passes_with_the_production_settings(tmp_path):
 
 
 def test_production_takes_the_secret_key_and_hosts_from_the_environment(tmp_path):
-    code = ("import os; from django.conf import settings as s; "
-            "print(s.DEBUG, s.ALLOWED_HOSTS, s.SECRET_KEY == os.environ['SECRET_KEY'], s.SESSION_COOKIE_SECURE, "
-            "s.CSRF_COOKIE_SECURE)")
+    code = (
+        "import os; from django.conf import settings as s; "
+        "print(s.DEBUG, s.ALLOWED_HOSTS, s.SECRET_KEY == os.environ['SECRET_KEY'], s.SESSION_COOKIE_SECURE, "
+        "s.CSRF_COOKIE_SECURE)"
+    )
     r = manage(tmp_path, "shell", "--no-imports", "-c", code, **PRODUCTION_ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False ['example.com'] True True True"

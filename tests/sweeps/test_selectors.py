@@ -36,13 +36,18 @@ def sweep():
 
 def test_table_rows_match_agentcore_table_row(sweep):
     def record(s: Scenario) -> ScenarioRecord:
-        values = {f.name: getattr(s, f.name) for f in fields(ScenarioRecord)
-                  if f.name not in ("timeline", "effects") and not f.name.startswith("third_")}
+        values = {
+            f.name: getattr(s, f.name)
+            for f in fields(ScenarioRecord)
+            if f.name not in ("timeline", "effects") and not f.name.startswith("third_")
+        }
         once = {f: values[f] or None for f in ("second_point", "second_kind", "second_label")}  # stored as 0, ""
         return ScenarioRecord(**values | once)
 
-    expected = [table_row(c["name"], [record(s) for s in Scenario.objects.filter(sweep=sweep, config=i)])
-                for i, c in enumerate(sweep.configs)]
+    expected = [
+        table_row(c["name"], [record(s) for s in Scenario.objects.filter(sweep=sweep, config=i)])
+        for i, c in enumerate(sweep.configs)
+    ]
     assert selectors.sweep_table_rows(sweep) == expected
 
 
@@ -59,8 +64,11 @@ def test_the_live_table_hides_what_an_answer_can_change_in_a_row_that_waits(swee
     table = selectors.sweep_table_live(sweep)
     assert (table["partial"], table["waiting"]) == (True, 1)
     assert table["rows"][0]["values"] == {"once": 2} | dict.fromkeys(COLUMNS[1:])
-    assert table["rows"][1] == {"name": sweep.configs[1]["name"], "waiting": 0, "values": dict(
-        zip(COLUMNS, (1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0), strict=True))}
+    assert table["rows"][1] == {
+        "name": sweep.configs[1]["name"],
+        "waiting": 0,
+        "values": dict(zip(COLUMNS, (1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0), strict=True)),
+    }
 
 
 def test_the_live_table_of_a_done_sweep_is_not_partial(sweep):
@@ -142,8 +150,9 @@ def test_progress_hides_the_eta_until_it_is_stable(stored, seconds):
 
 
 def test_progress_has_no_eta_once_cancelled(sweep):
-    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.CANCELLED, finished_at=timezone.now(),
-                                             created_at=timezone.now() - timedelta(seconds=10))
+    Sweep.objects.filter(pk=sweep.pk).update(
+        status=Sweep.Status.CANCELLED, finished_at=timezone.now(), created_at=timezone.now() - timedelta(seconds=10)
+    )
     sweep.refresh_from_db()
     p = selectors.sweep_progress(sweep)
     assert p["eta_seconds"] is None and p["finished"] is True
@@ -156,12 +165,43 @@ def test_progress_counts_open_questions(sweep):
 
 def test_heatmap_config_first_sums_every_metric_in_sql(sweep):
     assert selectors.heatmap_config_first(sweep) == [
-        {"config": 0, "first_point": 1, "duplicates": 4, "asks": 2, "calls_plus": 1, "missing": 1, "wrong": 1,
-         "gave_up": 0, "denied_ran": 1, "avoidable": 1},
-        {"config": 0, "first_point": 2, "duplicates": 0, "asks": 1, "calls_plus": 0, "missing": 0, "wrong": 0,
-         "gave_up": 0, "denied_ran": 0, "avoidable": 0},
-        {"config": 1, "first_point": 1, "duplicates": 0, "asks": 0, "calls_plus": 0, "missing": 2, "wrong": 0,
-         "gave_up": 1, "denied_ran": 0, "avoidable": 0}]
+        {
+            "config": 0,
+            "first_point": 1,
+            "duplicates": 4,
+            "asks": 2,
+            "calls_plus": 1,
+            "missing": 1,
+            "wrong": 1,
+            "gave_up": 0,
+            "denied_ran": 1,
+            "avoidable": 1,
+        },
+        {
+            "config": 0,
+            "first_point": 2,
+            "duplicates": 0,
+            "asks": 1,
+            "calls_plus": 0,
+            "missing": 0,
+            "wrong": 0,
+            "gave_up": 0,
+            "denied_ran": 0,
+            "avoidable": 0,
+        },
+        {
+            "config": 1,
+            "first_point": 1,
+            "duplicates": 0,
+            "asks": 0,
+            "calls_plus": 0,
+            "missing": 2,
+            "wrong": 0,
+            "gave_up": 1,
+            "denied_ran": 0,
+            "avoidable": 0,
+        },
+    ]
 
 
 def test_heatmap_config_first_is_one_grouped_query(sweep):
@@ -173,12 +213,35 @@ def test_heatmap_config_first_is_one_grouped_query(sweep):
 def test_heatmap_first_second_gives_each_twice_scenario_with_its_id(sweep):
     ids = dict(Scenario.objects.filter(sweep=sweep, config=0, second_point__gt=0).values_list("second_point", "id"))
     assert selectors.heatmap_first_second(sweep, 0) == [
-        {"id": ids[1], "first_point": 1, "second_point": 1, "second_label": "tracker-accepted q1",
-         "duplicates": 3, "asks": 0, "calls_plus": 2, "missing": 1, "wrong": 1, "gave_up": 0, "denied_ran": 1,
-         "avoidable": 0},
-        {"id": ids[2], "first_point": 1, "second_point": 2, "second_label": "tool-returned q2",
-         "duplicates": 0, "asks": 0, "calls_plus": -1, "missing": 0, "wrong": 0, "gave_up": 0, "denied_ran": 0,
-         "avoidable": 0}]
+        {
+            "id": ids[1],
+            "first_point": 1,
+            "second_point": 1,
+            "second_label": "tracker-accepted q1",
+            "duplicates": 3,
+            "asks": 0,
+            "calls_plus": 2,
+            "missing": 1,
+            "wrong": 1,
+            "gave_up": 0,
+            "denied_ran": 1,
+            "avoidable": 0,
+        },
+        {
+            "id": ids[2],
+            "first_point": 1,
+            "second_point": 2,
+            "second_label": "tool-returned q2",
+            "duplicates": 0,
+            "asks": 0,
+            "calls_plus": -1,
+            "missing": 0,
+            "wrong": 0,
+            "gave_up": 0,
+            "denied_ran": 0,
+            "avoidable": 0,
+        },
+    ]
 
 
 def test_point_labels_from_chunks(sweep):
@@ -191,16 +254,37 @@ def test_point_labels_without_chunks_come_from_once_rows():
     assert selectors.point_labels(s) == {(0, 3): "save-renamed run-1.json"}
 
 
-@pytest.mark.parametrize("filters,expected", [
-    ({}, 5), ({"config": 0}, 4), ({"has_dups": True}, 2), ({"has_dups": False}, 3), ({"asked": True}, 2),
-    ({"missing": True}, 2), ({"extra_calls": True}, 2), ({"extra_calls": False}, 3), ({"twice": True}, 2),
-    ({"status": "waiting"}, 1), ({"first_point": 1, "second_point": 0}, 2), ({"design": "after-reply"}, 1),
-    ({"config": None, "design": ""}, 5), ({"tracker": "keyed"}, 5), ({"tracker": "keyless"}, 0),
-    ({"design": "once-per-turn", "tracker": "keyed"}, 4), ({"design": "once-per-turn", "config": 1}, 0),
-    ({"has_wrong": True}, 1), ({"has_wrong": False}, 4), ({"gave_up": True}, 1), ({"gave_up": False}, 4),
-    ({"denied_ran": True}, 1), ({"avoidable": True}, 1), ({"avoidable": False}, 4),
-    ({"config": 0, "has_wrong": True, "denied_ran": True}, 1), ({"gave_up": True, "config": 0}, 0),
-])
+@pytest.mark.parametrize(
+    "filters,expected",
+    [
+        ({}, 5),
+        ({"config": 0}, 4),
+        ({"has_dups": True}, 2),
+        ({"has_dups": False}, 3),
+        ({"asked": True}, 2),
+        ({"missing": True}, 2),
+        ({"extra_calls": True}, 2),
+        ({"extra_calls": False}, 3),
+        ({"twice": True}, 2),
+        ({"status": "waiting"}, 1),
+        ({"first_point": 1, "second_point": 0}, 2),
+        ({"design": "after-reply"}, 1),
+        ({"config": None, "design": ""}, 5),
+        ({"tracker": "keyed"}, 5),
+        ({"tracker": "keyless"}, 0),
+        ({"design": "once-per-turn", "tracker": "keyed"}, 4),
+        ({"design": "once-per-turn", "config": 1}, 0),
+        ({"has_wrong": True}, 1),
+        ({"has_wrong": False}, 4),
+        ({"gave_up": True}, 1),
+        ({"gave_up": False}, 4),
+        ({"denied_ran": True}, 1),
+        ({"avoidable": True}, 1),
+        ({"avoidable": False}, 4),
+        ({"config": 0, "has_wrong": True, "denied_ran": True}, 1),
+        ({"gave_up": True, "config": 0}, 0),
+    ],
+)
 def test_scenario_filter(sweep, filters, expected):
     assert selectors.scenario_filter(sweep, filters).count() == expected
 
@@ -223,13 +307,23 @@ def test_scenario_page_out_of_range(sweep):
 
 def test_scenario_totals_sum_each_metric_over_the_filtered_rows(sweep):
     assert selectors.scenario_totals(sweep, {"config": 0}) == {
-        "count": 4, "duplicates": 4, "asks": 3, "calls_plus": 1, "missing": 1, "wrong": 1, "gave_up": 0,
-        "denied_ran": 1, "avoidable": 1}
+        "count": 4,
+        "duplicates": 4,
+        "asks": 3,
+        "calls_plus": 1,
+        "missing": 1,
+        "wrong": 1,
+        "gave_up": 0,
+        "denied_ran": 1,
+        "avoidable": 1,
+    }
 
 
 def test_scenario_totals_of_no_row_are_zeros(sweep):
     assert selectors.scenario_totals(sweep, {"tracker": "keyless"}) == {
-        "count": 0, **dict.fromkeys(selectors.METRICS, 0)}
+        "count": 0,
+        **dict.fromkeys(selectors.METRICS, 0),
+    }
 
 
 def test_scenario_totals_is_one_aggregate_query(sweep):
@@ -250,8 +344,13 @@ def test_export_rows_are_agentcore_records(sweep):
     assert [r["second_point"] for r in rows] == [None, 1, 2]
     assert rows[0]["second_kind"] is None and rows[1]["second_label"] == "tracker-accepted q1"
     assert rows[0]["config_name"] == sweep.configs[0]["name"] and rows[0]["sweep"] == sweep.pk
-    record_fields = set(ScenarioRecord.__dataclass_fields__) - {"timeline", "effects",
-                                                                 "third_point", "third_kind", "third_label"}
+    record_fields = set(ScenarioRecord.__dataclass_fields__) - {
+        "timeline",
+        "effects",
+        "third_point",
+        "third_kind",
+        "third_label",
+    }
     assert record_fields <= set(rows[0])
 
 
@@ -273,16 +372,17 @@ def test_sweep_get_unknown():
 def test_question_list_and_counts(sweep, django_user_model):
     sc = Scenario.objects.get(sweep=sweep, config=0, first_point=2)
     _data.question(sc, "0:call_1", truth=True)
-    _data.question(sc, "0:call_2", truth=False, status=Question.Status.ANSWERED, answer=False,
-                   answered_at=timezone.now())
-    _data.question(sc, "0:call_3", truth=False, status=Question.Status.RESUMED, answer=True,
-                   answered_at=timezone.now())
+    _data.question(
+        sc, "0:call_2", truth=False, status=Question.Status.ANSWERED, answer=False, answered_at=timezone.now()
+    )
+    _data.question(sc, "0:call_3", truth=False, status=Question.Status.RESUMED, answer=True, answered_at=timezone.now())
     assert [q.qid for q in selectors.question_list(sweep, "open")] == ["0:call_1"]
     assert {q.qid for q in selectors.question_list(None, "answered")} == {"0:call_2", "0:call_3"}
     assert selectors.question_counts(sweep) == {"open": 1, "answered": 2, "right": 1}
 
 
 # --- comparing two sweeps ----------------------------------------------------------------------
+
 
 def test_compare_tables_matches_rows_by_name_and_marks_differences():
     a = [TableRow("x", 1, 2), TableRow("y", 3, 4, with_dups=1, dups=2, calls_plus=5)]
@@ -294,10 +394,14 @@ def test_compare_tables_matches_rows_by_name_and_marks_differences():
 
 
 def test_compare_tables_lists_rows_only_one_sweep_has():
-    rows = selectors.compare_tables([TableRow("x", 1), TableRow("only a", 2)],
-                                    [TableRow("only b", 3), TableRow("x", 1)])
+    rows = selectors.compare_tables(
+        [TableRow("x", 1), TableRow("only a", 2)], [TableRow("only b", 3), TableRow("x", 1)]
+    )
     assert [(r["name"], r["a"] is not None, r["b"] is not None, r["changed"]) for r in rows] == [
-        ("x", True, True, False), ("only a", True, False, True), ("only b", False, True, True)]
+        ("x", True, True, False),
+        ("only a", True, False, True),
+        ("only b", False, True, True),
+    ]
     assert rows[2]["cells"][0] == {"column": "once", "a": None, "b": 3, "diff": None, "changed": True}
 
 

@@ -38,8 +38,12 @@ def status_is(sweep, *wanted):
 
 
 def sweep_table_through_workers(wait_until):
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.table_configs_for(), depth=2)
+    sweep = launch.sweep_create(
+        user=None,
+        job_source=sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.table_configs_for(),
+        depth=2,
+    )
     wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, sweep.error
@@ -68,15 +72,18 @@ def test_a_table_sweep_on_postgresql_and_redis_gives_agentcore_s_table(celery_wo
 
 
 def test_an_answered_question_resumes_its_scenario_on_a_worker(celery_workers, wait_until):
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
-                                  depth=1, person="queue")
+    sweep = launch.sweep_create(
+        user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS, depth=1, person="queue"
+    )
     wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
     question = Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).first()
     scenario = question.scenario
     for _ in range(10):  # a resumed scenario may stop at another question: answer it too
         questions.question_answer(question_id=question.pk, user=None, happened=question.truth)
-        wait_until(lambda q=question: Question.objects.get(pk=q.pk).status == Question.Status.RESUMED,
-                   what="the worker to resume the scenario")
+        wait_until(
+            lambda q=question: Question.objects.get(pk=q.pk).status == Question.Status.RESUMED,
+            what="the worker to resume the scenario",
+        )
         scenario.refresh_from_db()
         if scenario.status != Scenario.Status.WAITING:
             break
@@ -87,8 +94,9 @@ def test_an_answered_question_resumes_its_scenario_on_a_worker(celery_workers, w
 
 
 def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celery_workers, wait_until):
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
-                                  depth=1, person="queue")
+    sweep = launch.sweep_create(
+        user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS, depth=1, person="queue"
+    )
     wait_until(status_is(sweep, Sweep.Status.WAITING), what="the chunks to be stored")
 
     def answered_all():
@@ -103,8 +111,9 @@ def test_answering_every_question_truthfully_finishes_the_sweep_on_workers(celer
 
 def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch):
     monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: None)  # no worker may store these chunks
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS,
-                                  depth=1)
+    sweep = launch.sweep_create(
+        user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=MARKERS, depth=1
+    )
     first, second = Chunk.objects.filter(sweep=sweep).order_by("pk").values_list("pk", flat=True)[:2]
     chunks.chunk_run(chunk_id=first)
     tasks.chunks_run.on_failure(RuntimeError("boom"), "task-id", ([first, second],), {}, None)
@@ -114,16 +123,24 @@ def test_a_chunk_task_that_gives_up_fails_its_sweep_naming_the_chunk(monkeypatch
 
 
 def test_a_queue_sweep_of_the_table_answered_truthfully_on_workers_gives_the_scripted_table(
-        celery_workers, wait_until, agentcore_table):
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
-                                  configs=sweep_configs.table_configs_for(), depth=2, person="queue")
+    celery_workers, wait_until, agentcore_table
+):
+    sweep = launch.sweep_create(
+        user=None,
+        job_source=sweep_configs.builtin_job_source("triage"),
+        configs=sweep_configs.table_configs_for(),
+        depth=2,
+        person="queue",
+    )
 
     def settled():
         """Every chunk stored and every answer resumed: only open questions may be left."""
         status = Sweep.objects.values_list("status", flat=True).get(pk=sweep.pk)
         assert status != Sweep.Status.FAILED, Sweep.objects.get(pk=sweep.pk).error
-        return not (Chunk.objects.filter(sweep=sweep, stored=False).exists()
-                    or Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).exists())
+        return not (
+            Chunk.objects.filter(sweep=sweep, stored=False).exists()
+            or Question.objects.filter(sweep=sweep, status=Question.Status.ANSWERED).exists()
+        )
 
     rounds = 0
     while True:  # an answer can lead to more questions, and to more chunks
@@ -177,15 +194,23 @@ def four_workers(transactional_db, tmp_path, monkeypatch):
 def worker_shares(workers, sent, launched):
     """Per worker (its log): the messages, chunks and scenarios it stored, its busy seconds, and
     when its last task ended (seconds after `launched`, a datetime)."""
-    scenarios = dict(Chunk.objects.filter(pk__in=[c for ids in sent.values() for c in ids])
-                     .values_list("pk", "scenarios"))
+    scenarios = dict(
+        Chunk.objects.filter(pk__in=[c for ids in sent.values() for c in ids]).values_list("pk", "scenarios")
+    )
     shares = []
     for log in workers.logs:
         done = _SUCCEEDED.findall(log.read_text())
         ids = [c for _, _, task_id, _ in done for c in sent[task_id]]
         last = max((datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f") for at, *_ in done), default=launched)
-        shares.append({"messages": len(done), "chunks": len(ids), "scenarios": sum(scenarios[c] for c in ids),
-                       "busy": sum(float(s) for *_, s in done), "last": (last - launched).total_seconds()})
+        shares.append(
+            {
+                "messages": len(done),
+                "chunks": len(ids),
+                "scenarios": sum(scenarios[c] for c in ids),
+                "busy": sum(float(s) for *_, s in done),
+                "last": (last - launched).total_seconds(),
+            }
+        )
     return shares
 
 
@@ -205,14 +230,19 @@ def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four
     expected = agentsweep.sweep([agentsweep.Config(job, designs.get("loop"), "keyed")], depth=2).records[0]
     stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values(*schema.RECORD_FIELDS)
     assert [schema.row_fields(r) for r in stored] == [
-        {f: getattr(r, f) for f in schema.RECORD_FIELDS} for r in expected]
+        {f: getattr(r, f) for f in schema.RECORD_FIELDS} for r in expected
+    ]
 
     shares = worker_shares(workers, sent, launched)
-    print(f"\n{len(expected):,} scenarios in {sweep.total_chunks} chunks, {len(sent)} messages, {took:.1f} s "
-          f"on {FOUR} workers:")
+    print(
+        f"\n{len(expected):,} scenarios in {sweep.total_chunks} chunks, {len(sent)} messages, {took:.1f} s "
+        f"on {FOUR} workers:"
+    )
     for i, s in enumerate(shares, 1):
-        print(f"  worker {i}: {s['messages']} messages, {s['chunks']} chunks, {s['scenarios']:,} scenarios "
-              f"({s['scenarios'] / len(expected):.0%}), busy {s['busy']:.2f} s, last one done at {s['last']:.2f} s")
+        print(
+            f"  worker {i}: {s['messages']} messages, {s['chunks']} chunks, {s['scenarios']:,} scenarios "
+            f"({s['scenarios'] / len(expected):.0%}), busy {s['busy']:.2f} s, last one done at {s['last']:.2f} s"
+        )
     assert sum(s["messages"] for s in shares) == len(sent)  # each message ran once, on one of the four
     assert sum(s["scenarios"] for s in shares) == len(expected)
     # How evenly the split deals the work is test_services' (worker finish spreads, computed); real
@@ -225,28 +255,36 @@ def test_a_big_sweep_on_four_workers_stores_agentcore_s_rows_in_like_shares(four
     assert not [log.name for log in workers.logs if "deadlock" in log.read_text()]
 
 
-ONCE_PER_TURN = [{"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"},
-                 {"name": "markers, keyless", "design": "markers", "tracker": "keyless"}]
+ONCE_PER_TURN = [
+    {"name": "save once per turn", "design": "once-per-turn", "tracker": "keyed"},
+    {"name": "markers, keyless", "design": "markers", "tracker": "keyless"},
+]
 
 
 def depth3_through_workers(wait_until):
     """A depth-3 sweep of two configurations by the workers, and agentcore's sweep of them in process."""
-    sweep = launch.sweep_create(user=None, job_source=sweep_configs.builtin_job_source("triage"),
-                                configs=ONCE_PER_TURN, depth=3)
+    sweep = launch.sweep_create(
+        user=None, job_source=sweep_configs.builtin_job_source("triage"), configs=ONCE_PER_TURN, depth=3
+    )
     wait_until(status_is(sweep, Sweep.Status.DONE, Sweep.Status.FAILED), timeout=300, what="the sweep to finish")
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.DONE, sweep.error
-    cfgs = [agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
-            for c in ONCE_PER_TURN]
+    cfgs = [
+        agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
+        for c in ONCE_PER_TURN
+    ]
     return sweep, agentsweep.sweep(cfgs, depth=3, workers=2)
 
 
 def test_a_depth_3_sweep_by_real_workers_stores_agentcore_s_records_and_table(celery_workers, wait_until):
     sweep, result = depth3_through_workers(wait_until)
-    stored = [schema.row_record(schema.instance_values(s)).to_dict()
-              for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)]
-    assert stored == [dataclasses.replace(r, timeline=None, effects=None).to_dict() for recs in result.records
-                      for r in recs]
+    stored = [
+        schema.row_record(schema.instance_values(s)).to_dict()
+        for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)
+    ]
+    assert stored == [
+        dataclasses.replace(r, timeline=None, effects=None).to_dict() for recs in result.records for r in recs
+    ]
     assert sum(r.third_point is not None for recs in result.records for r in recs) > 2000
     rows = selectors.sweep_table(sweep)
     assert [r.to_dict() for r in rows] == [r.to_dict() for r in result.rows] == sweep.table

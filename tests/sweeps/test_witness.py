@@ -55,26 +55,30 @@ def test_a_variant_s_witness_plays_the_variant(client):
     made, _ = audit.variants(TRIAGE)
     job = next(v.job for v in made if v.name == "no-key")
     cfg = Config(job, designs.get("keys"), "keyed", 2)
-    r = client.get("/witness/", {"job": "triage", "variant": "no-key", "design": "keys", "tracker": "keyed",
-                                 "runs": 2, "first": 6})
+    r = client.get(
+        "/witness/", {"job": "triage", "variant": "no-key", "design": "keys", "tracker": "keyed", "runs": 2, "first": 6}
+    )
     assert r.status_code == 200
     assert f'<strong id="dups">{replay(cfg, 6).duplicates}</strong>' in r.content.decode()
     assert "no-key" in r.content.decode()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("params,message", [
-    ({"design": "nope"}, "unknown design"),
-    ({"design": "loop+nobug"}, "unknown bug"),
-    ({"tracker_fault": "ttl:0"}, "N must be a whole number"),
-    ({"first": 999}, "crash points, not 999"),
-    ({"second": 999}, "reaches"),
-    ({"variant": "sideways"}, "variant"),
-    ({"job": "other"}, "job"),
-    ({"job": "", "audit": ""}, "one of them"),
-    ({"audit": "1"}, "one of them"),
-    ({"first": "x"}, "first"),
-])
+@pytest.mark.parametrize(
+    "params,message",
+    [
+        ({"design": "nope"}, "unknown design"),
+        ({"design": "loop+nobug"}, "unknown bug"),
+        ({"tracker_fault": "ttl:0"}, "N must be a whole number"),
+        ({"first": 999}, "crash points, not 999"),
+        ({"second": 999}, "reaches"),
+        ({"variant": "sideways"}, "variant"),
+        ({"job": "other"}, "job"),
+        ({"job": "", "audit": ""}, "one of them"),
+        ({"audit": "1"}, "one of them"),
+        ({"first": "x"}, "first"),
+    ],
+)
 def test_bad_parameters_are_a_400_that_says_what_is_wrong(client, params, message):
     query = {"job": "triage", "design": "loop", "tracker": "keyed", "first": 3} | params
     r = client.get("/witness/", query)
@@ -91,8 +95,15 @@ def test_the_witness_needs_a_login_even_where_reading_is_public(settings):
 
 # The witness: 10 job runs under a power cut without fsync, whose disk states multiply with
 # each run (it held a web worker past gunicorn's 30 s before).
-HEAVY = {"job": "triage", "tracker": "keyed", "design": "loop", "runs": 10, "first": 200,
-         "crash_model": "power-cut", "fsync": "off"}
+HEAVY = {
+    "job": "triage",
+    "tracker": "keyed",
+    "design": "loop",
+    "runs": 10,
+    "first": 200,
+    "crash_model": "power-cut",
+    "fsync": "off",
+}
 REFUSED_SECONDS = 0.2  # the goal is 0.1 s; the refusal takes about 0.01 s here
 
 

@@ -65,8 +65,9 @@ def test_the_celery_app_uses_it_for_the_filesystem_broker():
         assert isinstance(conn.transport, broker.Transport)
 
 
-@pytest.mark.parametrize(("transport", "warned"), [(filesystem.Transport, True), (broker.Transport, False)],
-                         ids=["kombu", "sweepsite"])
+@pytest.mark.parametrize(
+    ("transport", "warned"), [(filesystem.Transport, True), (broker.Transport, False)], ids=["kombu", "sweepsite"]
+)
 def test_a_connection_to_the_folder_logs_no_hostname_warning(tmp_path, caplog, transport, warned):
     # kombu's default connection parameters name a host, so every connection (each worker, the web
     # process, each command) logged "No hostname was supplied. Reverting to default 'localhost'".
@@ -77,8 +78,12 @@ def test_a_connection_to_the_folder_logs_no_hostname_warning(tmp_path, caplog, t
 
 
 def control_channel(folder: Path, transport: type) -> object:
-    options = {"data_folder_in": str(folder / "out"), "data_folder_out": str(folder / "out"),
-               "control_folder": str(folder / "control"), "store_processed": False}
+    options = {
+        "data_folder_in": str(folder / "out"),
+        "data_folder_out": str(folder / "out"),
+        "control_folder": str(folder / "control"),
+        "store_processed": False,
+    }
     (folder / "out").mkdir(exist_ok=True)
     return Connection("filesystem://", transport=transport, transport_options=options).channel()
 

@@ -23,16 +23,26 @@ STRONG_KEY = "test-deploy-" + "k3y" * 20
 
 def manage(*args: str, var: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
     """`manage.py ARGS` as a person runs it, in a fresh process, on its own var/ folder."""
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_PRODUCTION", "DJANGO_DEBUG")}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, capture_output=True,
-                          text=True, timeout=timeout, env={**base, "SWEEPSITE_VAR": str(var), **env})
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SECRET_KEY", "ALLOWED_HOSTS", "DJANGO_PRODUCTION", "DJANGO_DEBUG")
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**base, "SWEEPSITE_VAR": str(var), **env},
+    )
 
 
 SHOW_KEY = ("shell", "--no-imports", "-c", "from django.conf import settings; print(settings.SECRET_KEY)")
 
 
 # --- the generated key -------------------------------------------------------------------------
+
 
 def test_the_embedded_default_generates_a_key_kept_mode_0600_and_reused(tmp_path):
     first = manage(*SHOW_KEY, var=tmp_path)
@@ -72,6 +82,7 @@ def test_the_source_holds_no_secret_key():
 
 # --- production's required settings ------------------------------------------------------------
 
+
 @pytest.mark.parametrize("missing", ["SECRET_KEY", "ALLOWED_HOSTS"])
 def test_production_without_a_required_setting_says_so_in_one_line(tmp_path, missing):
     env = {"DJANGO_PRODUCTION": "1", "SECRET_KEY": STRONG_KEY, "ALLOWED_HOSTS": "example.org"}
@@ -85,22 +96,36 @@ def test_production_without_a_required_setting_says_so_in_one_line(tmp_path, mis
 def test_gunicorn_without_a_secret_key_stops_with_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DJANGO_DEBUG")}
     env.update(DJANGO_PRODUCTION="1", ALLOWED_HOSTS="127.0.0.1", SWEEPSITE_VAR=str(tmp_path))
-    r = subprocess.run([str(Path(sys.executable).parent / "gunicorn"), "sweepsite.wsgi", "--bind", "127.0.0.1:0",
-                        "--workers", "1"], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True,
-                       timeout=60)
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "gunicorn"), "sweepsite.wsgi", "--bind", "127.0.0.1:0", "--workers", "1"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 4 and "App failed to load" in out  # gunicorn stops, no worker restarted in a loop
     assert "sweepsite: SECRET_KEY is not set in the environment" in out and "Traceback" not in out
 
 
 def test_check_deploy_is_clean_in_production(tmp_path):
-    r = manage("check", "--deploy", "--fail-level", "WARNING", var=tmp_path, DJANGO_PRODUCTION="1",
-               SECRET_KEY=STRONG_KEY, ALLOWED_HOSTS="sweeps.example.org")
+    r = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        var=tmp_path,
+        DJANGO_PRODUCTION="1",
+        SECRET_KEY=STRONG_KEY,
+        ALLOWED_HOSTS="sweeps.example.org",
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "System check identified no issues" in r.stdout
 
 
 # --- Content-Security-Policy -------------------------------------------------------------------
+
 
 def directives(header: str) -> dict[str, list[str]]:
     parts = (d.strip().split() for d in header.split(";") if d.strip())
@@ -123,14 +148,28 @@ def test_every_page_carries_the_content_security_policy(client, admin_client, na
 
 
 def test_the_policy_is_the_same_in_production():
-    prod = subprocess.run([sys.executable, "-c", "from django.conf import settings; from csp.utils import "
-                           "build_policy; print(build_policy())"], cwd=settings.BASE_DIR, capture_output=True,
-                          text=True, timeout=60,
-                          env={**os.environ, "DJANGO_SETTINGS_MODULE": "sweepsite.settings", "DJANGO_PRODUCTION": "1",
-                               "SECRET_KEY": STRONG_KEY, "ALLOWED_HOSTS": "x"})
+    prod = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings; from csp.utils import build_policy; print(build_policy())",
+        ],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "sweepsite.settings",
+            "DJANGO_PRODUCTION": "1",
+            "SECRET_KEY": STRONG_KEY,
+            "ALLOWED_HOSTS": "x",
+        },
+    )
     assert prod.returncode == 0, prod.stderr
     assert directives(prod.stdout.strip()) == {
-        k: list(v) for k, v in settings.CONTENT_SECURITY_POLICY["DIRECTIVES"].items()}
+        k: list(v) for k, v in settings.CONTENT_SECURITY_POLICY["DIRECTIVES"].items()
+    }
 
 
 def test_the_templates_hold_no_inline_script_handler_or_style():
@@ -149,5 +188,7 @@ def test_plotly_s_own_style_sheets_are_found_in_the_bundle_served():
     this finds none and the browser test would see the violation."""
     styles = content_policy.inserted_styles(Path(settings.STATICFILES_DIRS[0][1]) / "plotly.min.js")
     assert styles and all(s.strip() for s in styles)
-    assert all(content_policy.source_hash(s) in settings.CONTENT_SECURITY_POLICY["DIRECTIVES"]["style-src-elem"]
-               for s in styles)
+    assert all(
+        content_policy.source_hash(s) in settings.CONTENT_SECURITY_POLICY["DIRECTIVES"]["style-src-elem"]
+        for s in styles
+    )

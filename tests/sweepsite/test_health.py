@@ -24,25 +24,39 @@ def closed_port() -> int:
 
 def embedded(tmp_path: Path, **env: str) -> dict[str, str]:
     """An environment on its own var/ folder and queue, the embedded default unless `env` says."""
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_PRODUCTION", "SECRET_KEY")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_PRODUCTION", "SECRET_KEY")
+    }
     return {**base, "SWEEPSITE_VAR": str(tmp_path), "SWEEPSITE_QUEUE": f"health-{tmp_path.name}", **env}
 
 
-HEALTHZ = ("shell", "--no-imports", "-c",
-           "from django.test import Client; r = Client().get('/healthz'); print(r.status_code, r.content.decode())")
+HEALTHZ = (
+    "shell",
+    "--no-imports",
+    "-c",
+    "from django.test import Client; r = Client().get('/healthz'); print(r.status_code, r.content.decode())",
+)
 
 
 def healthz_in(env: dict[str, str]) -> tuple[int, dict]:
     """GET /healthz in a fresh process with this environment (its own settings, as a server would have)."""
-    done = subprocess.run([sys.executable, "manage.py", *HEALTHZ], cwd=settings.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", *HEALTHZ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     status, _, body = done.stdout.strip().splitlines()[-1].partition(" ")
     return int(status), json.loads(body)
 
 
 # --- /healthz -----------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("where", ["embedded", pytest.param("postgresql-redis", marks=pytest.mark.services)])
@@ -77,12 +91,32 @@ def test_healthz_is_503_when_no_worker_consumes_the_queue(tmp_path):
 
 # --- a worker without its database; migrate without it ------------------------------------------
 
+
 def test_a_worker_with_the_database_unreachable_stops_at_once_with_one_line(tmp_path):
     env = embedded(tmp_path, DATABASE_URL=f"postgres://127.0.0.1:{closed_port()}/sweepsite")
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "celery", "-A", "sweepsite", "worker", "--pool", "solo",
-                           "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "INFO"],
-                          cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "sweepsite",
+            "worker",
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+            "--loglevel",
+            "INFO",
+        ],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     took = time.monotonic() - began
     out = done.stdout + done.stderr
     assert done.returncode == 1 and took < 30, (took, out[-2000:])
@@ -94,21 +128,34 @@ def test_a_worker_with_the_database_unreachable_stops_at_once_with_one_line(tmp_
 
 def test_migrate_with_the_database_unreachable_says_so_in_one_line(tmp_path):
     env = embedded(tmp_path, DATABASE_URL=f"postgres://127.0.0.1:{closed_port()}/sweepsite")
-    done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=settings.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "Traceback" not in done.stderr
     (line,) = [line for line in done.stderr.splitlines() if "unreachable" in line]
     assert line.startswith("CommandError: the database is unreachable (") and line.endswith("nothing migrated")
 
 
 def test_migrate_still_migrates_a_database_that_answers(tmp_path):
-    done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=settings.BASE_DIR,
-                          env=embedded(tmp_path), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
+        cwd=settings.BASE_DIR,
+        env=embedded(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "db.sqlite3").stat().st_size > 0
 
 
 # --- make run's banner ----------------------------------------------------------------------------
+
 
 @pytest.mark.django_db(transaction=True)
 def test_make_run_reports_health_after_its_banner(django_db_blocker, wait_until):

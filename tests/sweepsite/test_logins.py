@@ -116,6 +116,7 @@ def test_without_a_cool_off_the_message_says_staff_unlock_it(settings):
 
 # --- one address across usernames (sweepsite.lockout.AddressBoundHandler) -------------------------
 
+
 def test_the_address_bound_is_30_failures_whatever_the_usernames():
     assert settings.SWEEPSITE_ADDRESS_LOGIN_FAILURES == 30
     assert settings.AXES_HANDLER == "sweepsite.lockout.AddressBoundHandler"
@@ -135,9 +136,11 @@ def test_an_address_guessing_at_many_usernames_is_locked_out_for_every_username(
     r = attempt(c, "ann", PASSWORD)  # a username it never tried, with the right password
     page = r.content.decode()
     assert r.status_code == 429 and not logged_in(c)
-    assert ("Too many failed logins from your address: after 12 wrong passwords from it, whatever the usernames, "
-            "logging in from here is locked for every username (the right password is refused too). "
-            "Try again in 15 minutes, or ask staff to unlock it.") in page
+    assert (
+        "Too many failed logins from your address: after 12 wrong passwords from it, whatever the usernames, "
+        "logging in from here is locked for every username (the right password is refused too). "
+        "Try again in 15 minutes, or ask staff to unlock it."
+    ) in page
     other = Client(REMOTE_ADDR="10.0.0.8")  # another address is not locked out
     assert attempt(other, "ann", PASSWORD).status_code == 302 and logged_in(other)
 

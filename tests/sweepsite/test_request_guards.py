@@ -35,11 +35,15 @@ class Unreadable(BytesIO):
 
 
 def unread(length: int) -> dict[str, object]:
-    return {"wsgi.input": Unreadable(), "CONTENT_LENGTH": str(length),
-            "CONTENT_TYPE": "multipart/form-data; boundary=x"}
+    return {
+        "wsgi.input": Unreadable(),
+        "CONTENT_LENGTH": str(length),
+        "CONTENT_TYPE": "multipart/form-data; boundary=x",
+    }
 
 
 # --- the limits match ---------------------------------------------------------------------------
+
 
 def test_the_limits_leave_room_for_a_job_file_at_its_limit_and_keep_uploads_in_memory():
     assert LIMIT == limits.MAX_JOB_BYTES + limits.MAX_FORM_OVERHEAD_BYTES
@@ -53,6 +57,7 @@ def test_the_limits_leave_room_for_a_job_file_at_its_limit_and_keep_uploads_in_m
 
 # --- in the test client: nothing reads the body -------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_a_body_over_the_limit_is_answered_413_unread(admin_client):
     r = admin_client.post(reverse("sweeps:launch"), **unread(LIMIT + 1))
@@ -61,8 +66,17 @@ def test_a_body_over_the_limit_is_answered_413_unread(admin_client):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("name,args", [("sweeps:launch", []), ("sweeps:plan", []), ("sweeps:resume", [1]),
-                                       ("sweeps:answer", [1]), ("sweeps:delete", [1]), ("sweeps:edit", [1])])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("sweeps:launch", []),
+        ("sweeps:plan", []),
+        ("sweeps:resume", [1]),
+        ("sweeps:answer", [1]),
+        ("sweeps:delete", [1]),
+        ("sweeps:edit", [1]),
+    ],
+)
 def test_an_anonymous_write_is_refused_unread(name, args):
     client = Client(enforce_csrf_checks=True)
     r = client.post(reverse(name, args=args), **unread(1000))
@@ -104,6 +118,7 @@ def test_the_log_in_form_still_takes_an_anonymous_post(django_user_model):
 
 # --- on the wire: make run (runserver) and make serve (gunicorn) --------------------------------
 
+
 def raw_request(port: int, head: str, timeout: float = 30) -> str:
     """Send the request line and headers only (no body) and read the answer: it must come anyway. Its
     body is read as long as its Content-Length says, or without one up to the end of the connection
@@ -118,8 +133,9 @@ def raw_request(port: int, head: str, timeout: float = 30) -> str:
                     break
                 data += chunk
         except TimeoutError:
-            raise AssertionError(f"no whole answer within {timeout} s: the server waits for the body "
-                                 f"(received: {data[:300]!r})") from None
+            raise AssertionError(
+                f"no whole answer within {timeout} s: the server waits for the body (received: {data[:300]!r})"
+            ) from None
     return data.decode("latin-1")
 
 
@@ -142,9 +158,12 @@ def csrf_of(port: int, extra: str = "") -> tuple[str, str]:
 
 
 def post_head(path: str, length: int, cookie: str = "", token: str = "", extra: str = "") -> str:
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Type: multipart/form-data; boundary=b\r\n"
-            f"Content-Length: {length}\r\n" + (f"Cookie: csrftoken={cookie}\r\nX-CSRFToken: {token}\r\n"
-                                               f"Referer: http://127.0.0.1/\r\n" if cookie else "") + "\r\n")
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Type: multipart/form-data; boundary=b\r\n"
+        f"Content-Length: {length}\r\n"
+        + (f"Cookie: csrftoken={cookie}\r\nX-CSRFToken: {token}\r\nReferer: http://127.0.0.1/\r\n" if cookie else "")
+        + "\r\n"
+    )
 
 
 def temp_files(tmp: Path) -> list[str]:
@@ -192,8 +211,9 @@ def test_make_run_still_answers_after_a_refused_body(run_site):
     """The refused connection is closed, and the server goes on answering others at once."""
     port, _ = run_site
     raw_request(port, post_head("/sweeps/launch/", 900_000_000))
-    answer = raw_request(port, "GET /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                         timeout=5)
+    answer = raw_request(
+        port, "GET /accounts/login/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", timeout=5
+    )
     assert answer.startswith("HTTP/1.1 200 ")
 
 
@@ -201,8 +221,9 @@ def test_make_run_still_answers_after_a_refused_body(run_site):
 def test_make_serve_answers_413_and_403_without_waiting_for_the_body(django_db_blocker):
     https = "X-Forwarded-Proto: https\r\n"
     with django_db_blocker.unblock():
-        env = _make.session_environ(SECRET_KEY="test-guards-" + "x" * 40, ALLOWED_HOSTS="127.0.0.1",
-                                    SWEEPSITE_STALL_SECONDS="0")
+        env = _make.session_environ(
+            SECRET_KEY="test-guards-" + "x" * 40, ALLOWED_HOSTS="127.0.0.1", SWEEPSITE_STALL_SECONDS="0"
+        )
     port = _make.free_port()
     log = Path(settings.VAR_DIR) / "make-serve-guards.log"
     proc = _make.start("serve", port, env, log, "WORKERS=1", "GUNICORN_WORKERS=1")
@@ -229,8 +250,9 @@ def test_no_upload_writes_a_temporary_file_in_process(tmp_path, monkeypatch, adm
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 1024
     client = Client()
     client.force_login(admin_user)
-    r = client.post(reverse("sweeps:plan"), {"job": "upload", "job_file": SimpleUploadedFile(
-        "big.json", b" " * (limits.MAX_JOB_BYTES - 10))})
+    r = client.post(
+        reverse("sweeps:plan"),
+        {"job": "upload", "job_file": SimpleUploadedFile("big.json", b" " * (limits.MAX_JOB_BYTES - 10))},
+    )
     assert r.status_code < 500
     assert os.listdir(tmp_path) == []
-

@@ -64,8 +64,14 @@ def test_make_serve_runs_the_production_settings(served):
 def test_make_serve_without_a_secret_key_says_which_variables_it_needs():
     env = _make.session_environ(ALLOWED_HOSTS="127.0.0.1")
     env.pop("SECRET_KEY", None)
-    done = subprocess.run(["make", "--no-print-directory", "serve"], cwd=settings.BASE_DIR, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["make", "--no-print-directory", "serve"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "set SECRET_KEY and ALLOWED_HOSTS" in done.stdout + done.stderr
 

@@ -3,7 +3,8 @@
 Stores an audit (services.audits.audit_create) whose units the Celery workers run, and prints its
 page's address; with --wait it waits (running the audit's stall watchdog) and prints one verdict
 per design and tracker mode, as the CLI and the audit page do. --workers N starts N workers for it
-(and stops them at the end). User errors are one line (CommandError).
+(and stops them at the end). User errors are one line (CommandError: sweeps.management.commands._errors
+says the dashboard's).
 """
 
 from __future__ import annotations
@@ -11,17 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError
 from django.urls import reverse
-from kombu.exceptions import KombuError
 
 import agentcore as agentaudit
 from agentcore import MODES
 from agentcore import designs as agentdesigns
 from sweeps import selectors
 from sweeps.limits import STALL_SECONDS
+from sweeps.management.commands._errors import one_line
 from sweeps.management.commands.sweep import Command as SweepCommand
 from sweeps.management.commands.sweep import seconds
 from sweeps.models import Audit
@@ -43,14 +42,15 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = SweepCommand._job(self, options["job"])  # type: ignore[arg-type]
-        try:
-            a = audits.audit_create(user=None, job_source=source, source_name=source_name,
-                                    designs=options["design"] or list(agentdesigns.DESIGNS),
-                                    trackers=options["tracker"] or list(MODES), worlds=options["world"])
-        except ValidationError as e:
-            raise CommandError("; ".join(e.messages)) from None
-        except (KombuError, DatabaseError, OSError) as e:
-            raise CommandError(f"the audit could not be started ({type(e).__name__}: {e})") from None
+        with one_line("the audit could not be started"):
+            a = audits.audit_create(
+                user=None,
+                job_source=source,
+                source_name=source_name,
+                designs=options["design"] or list(agentdesigns.DESIGNS),
+                trackers=options["tracker"] or list(MODES),
+                worlds=options["world"],
+            )
         self.stderr.write(f"audit {a.pk}: {reverse('sweeps:audit', args=[a.pk])}")
         if not options["wait"]:
             return
@@ -62,8 +62,12 @@ class Command(BaseCommand):
                 raise CommandError(f"the workers exited before audit {a.pk} was done: {tail}")
 
         try:
-            a = audits.audit_wait(a.pk, stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
-                                  timeout=options["timeout"], check_alive=check_alive)
+            a = audits.audit_wait(
+                a.pk,
+                stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
+                timeout=options["timeout"],
+                check_alive=check_alive,
+            )
         finally:
             workers.stop_workers(started)
         if a.status == Audit.Status.FAILED:

@@ -22,6 +22,8 @@ class Command(DjangoMigrate):
         except (DatabaseError, OSError) as e:
             if not diskfull.full(e):
                 raise
-            raise CommandError(f"the disk is full ({diskfull.reason(e)}): the database could not be migrated (a "
-                               f"migration's transaction is rolled back whole); {diskfull.ADVICE}, then run it "
-                               "again") from None
+            raise CommandError(
+                f"the disk is full ({diskfull.reason(e)}): the database could not be migrated (a "
+                f"migration's transaction is rolled back whole); {diskfull.ADVICE}, then run it "
+                "again"
+            ) from None

@@ -33,6 +33,8 @@ class Command(BaseCommand):
                 free = f", {shutil.disk_usage(where).free / 1e6:.1f} MB free there"
             except OSError:
                 free = ""
-            raise CommandError(f"the static files could not be written into {root}: the disk is full "
-                               f"({diskfull.reason(e)}{free}); free space on that disk, or set SWEEPSITE_VAR to a "
-                               "folder on one with room, then run it again") from None
+            raise CommandError(
+                f"the static files could not be written into {root}: the disk is full "
+                f"({diskfull.reason(e)}{free}); free space on that disk, or set SWEEPSITE_VAR to a "
+                "folder on one with room, then run it again"
+            ) from None

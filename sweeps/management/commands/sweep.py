@@ -11,8 +11,9 @@ control, a few seconds at most) whether a worker consumes the queue, and if none
 start one, storing nothing. A progress bar (chunks stored / total, read from
 the database) goes to stderr. While it waits it runs the stall watchdog for its sweep
 (services.recovery.sweep_wait): chunks whose messages were lost are queued again. User errors
-are one line (CommandError). The command only parses, calls services, selectors and sweeps.workqueue.workers,
-and prints: it reads nothing from the database itself.
+are one line (CommandError: sweeps.management.commands._errors says the dashboard's). The command
+only parses, calls services, selectors and sweeps.workqueue.workers, and prints: it reads nothing
+from the database itself.
 """
 
 from __future__ import annotations
@@ -23,16 +24,15 @@ import os
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError
-from kombu.exceptions import KombuError
 from tqdm import tqdm
 
-from agentcore import CheckpointError, jobs, report
+from agentcore import jobs, report
 from agentcore.cli import add_sweep_commands
-from sweeps import configs, diskfull, replay, selectors
+from sweeps import configs, replay, selectors
+from sweeps.errors import UnusableState
 from sweeps.limits import STALL_SECONDS
+from sweeps.management.commands._errors import one_line
 from sweeps.models import Sweep
 from sweeps.request import launch_request
 from sweeps.services import launch, recovery
@@ -62,10 +62,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="command", required=True)
         for command in add_sweep_commands(
-                sub, workers_default=None,
-                workers_help="start N workers for this sweep (default: use the workers already running)"):
-            command.add_argument("--timeout", type=seconds, default=None,
-                                 help="give up waiting after this many seconds (the sweep goes on)")
+            sub,
+            workers_default=None,
+            workers_help="start N workers for this sweep (default: use the workers already running)",
+        ):
+            command.add_argument(
+                "--timeout",
+                type=seconds,
+                default=None,
+                help="give up waiting after this many seconds (the sweep goes on)",
+            )
 
     def handle(self, *args: Any, **options: Any) -> None:
         source, source_name = self._job(options["job"])
@@ -80,21 +86,20 @@ class Command(BaseCommand):
             if not os.path.isdir(folder):
                 raise CommandError(f"--records {options['records']}: folder {folder} does not exist")
         try:
-            asked = launch_request(job_source=source, configs=cfgs, depth=options["depth"], runs=runs,
-                                   source_name=source_name, **conditions)
-            if not options["workers"]:  # user errors first, then whether anything would run it
-                self._need_workers()
-            sweep = launch.sweep_create(user=None, asked=asked)
-        except ValidationError as e:
-            raise CommandError("; ".join(e.messages)) from None
+            with one_line("the sweep could not be started"):  # a full disk before the commit: rolled back
+                asked = launch_request(
+                    job_source=source,
+                    configs=cfgs,
+                    depth=options["depth"],
+                    runs=runs,
+                    source_name=source_name,
+                    **conditions,
+                )
+                if not options["workers"]:  # user errors first, then whether anything would run it
+                    self._need_workers()
+                sweep = launch.sweep_create(user=None, asked=asked)
         except launch.StoredUnqueued as e:
             raise CommandError(f"the sweep did not start in full: {e}") from None
-        except (KombuError, DatabaseError, OSError) as e:
-            if diskfull.full(e):  # before the commit: rolled back
-                raise CommandError(f"the sweep could not be started: the disk is full ({diskfull.reason(e)}); "
-                                   f"nothing was stored: {diskfull.ADVICE}, then run it again") from None
-            raise CommandError(f"the sweep could not be started: the broker or the database is unreachable "
-                               f"({type(e).__name__}: {e})") from None
         started = workers.start_workers(options["workers"]) if options["workers"] else []
         try:
             self._wait(sweep, started, options["timeout"])
@@ -124,17 +129,14 @@ class Command(BaseCommand):
     def _need_workers(self) -> None:
         """Without --workers, a worker must be running on the queue: else say so within seconds
         (nothing is stored) rather than wait at 0 % for ever."""
-        try:
+        with one_line("cannot ask the workers", down="the broker"):
             waited = workers.await_queue_worker()
-        except (KombuError, OSError) as e:
-            if diskfull.full(e):
-                raise CommandError(f"cannot ask the workers: the disk is full ({diskfull.reason(e)}); nothing was "
-                                   f"stored: {diskfull.ADVICE}, then run it again") from None
-            raise CommandError(f"cannot ask the workers: the broker is unreachable ({type(e).__name__}: {e})") from None
         if waited:
-            raise CommandError(f"no Celery worker answers on queue {workers.queue_name()} (asked for "
-                               f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
-                               f"for this sweep")
+            raise CommandError(
+                f"no Celery worker answers on queue {workers.queue_name()} (asked for "
+                f"{waited:g} s): start the workers with `make run`, or pass --workers N to start N "
+                f"for this sweep"
+            )
 
     def _wait(self, sweep: Sweep, started: list[workers.Worker], timeout: float | None) -> None:
         def check_alive() -> None:
@@ -143,18 +145,30 @@ class Command(BaseCommand):
                 raise CommandError(f"the workers exited before sweep {sweep.pk} was done: {tail}")
 
         stream = getattr(self.stderr, "_out", self.stderr)
-        with tqdm(total=sweep.total_chunks, unit="chunk", desc=f"sweep {sweep.pk}", file=stream,
-                  dynamic_ncols=True, mininterval=0.2) as bar:
+        with tqdm(
+            total=sweep.total_chunks,
+            unit="chunk",
+            desc=f"sweep {sweep.pk}",
+            file=stream,
+            dynamic_ncols=True,
+            mininterval=0.2,
+        ) as bar:
             state = recovery.sweep_wait(
-                sweep.pk, stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS, timeout=timeout,
-                on_progress=lambda stored: bar.update(stored - bar.n), check_alive=check_alive)
+                sweep.pk,
+                stalled_for=float(settings.SWEEPSITE_STALL_SECONDS) or STALL_SECONDS,
+                timeout=timeout,
+                on_progress=lambda stored: bar.update(stored - bar.n),
+                check_alive=check_alive,
+            )
         if state.status == Sweep.Status.FAILED:
             raise CommandError(f"sweep {sweep.pk} failed: {state.error}")
         if state.status == Sweep.Status.WAITING:
             raise CommandError(f"sweep {sweep.pk} waits for answers in the question queue")
         if state.status != Sweep.Status.DONE:
-            raise CommandError(f"timed out after {timeout:g} s with {state.chunks_stored}/{sweep.total_chunks} "
-                               f"chunks stored; sweep {sweep.pk} goes on while workers run")
+            raise CommandError(
+                f"timed out after {timeout:g} s with {state.chunks_stored}/{sweep.total_chunks} "
+                f"chunks stored; sweep {sweep.pk} goes on while workers run"
+            )
 
     def _records(self, sweep_id: int, path: str) -> None:
         """Every scenario as an agentcore record (JSON lines), timelines replayed as the CLI's are."""
@@ -162,5 +176,5 @@ class Command(BaseCommand):
             with open(path, "w") as f:
                 for rec in replay.scenario_records(sweep_id):
                     f.write(json.dumps(rec.to_dict()) + "\n")
-        except (OSError, CheckpointError) as e:
+        except (OSError, UnusableState) as e:
             raise CommandError(f"--records {path}: {e}") from None

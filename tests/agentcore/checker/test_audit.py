@@ -20,8 +20,19 @@ PANIC, POWER_CUT = audit.world("panic"), audit.world("power-cut")
 
 
 def _record(**outcome):
-    fields = dict(duplicates=0, missing=0, wrong=0, gave_up=0, denied_ran=0, asks=0, avoidable=0, approvals=0,
-                  model_calls=3, calls_plus=0, status="done")
+    fields = dict(
+        duplicates=0,
+        missing=0,
+        wrong=0,
+        gave_up=0,
+        denied_ran=0,
+        asks=0,
+        avoidable=0,
+        approvals=0,
+        model_calls=3,
+        calls_plus=0,
+        status="done",
+    )
     return ScenarioRecord("triage", "loop", "keyed", 2, 1, "k", "l", None, None, None, **(fields | outcome))
 
 
@@ -50,13 +61,19 @@ def test_the_variants_stress_the_key_each_in_one_way():
     same = by["idempotent"]
     assert same.tools["label"] == Tool("label", "label", idempotent=True)
     assert same.turns[:-1] == TRIAGE.turns
-    assert same.turns[-1] == (Call("label_1", "label", {"issue": {"$result": "call_1", "field": "number"},
-                                                         "label": "audited"}),)
+    assert same.turns[-1] == (
+        Call("label_1", "label", {"issue": {"$result": "call_1", "field": "number"}, "label": "audited"}),
+    )
 
 
 def test_a_variant_a_job_cannot_have_is_skipped_with_the_reason():
-    search = Job("look", {"search": Tool("search", "search", read_only=True)},
-                 ((Call("c1", "search", {"query": "x"}),),), "done", "test")
+    search = Job(
+        "look",
+        {"search": Tool("search", "search", read_only=True)},
+        ((Call("c1", "search", {"query": "x"}),),),
+        "done",
+        "test",
+    )
     made, skipped = audit.variants(search)
     assert [v.name for v in made] == ["job"]
     assert [name for name, _ in skipped] == ["same-args", "no-key", "idempotent"]
@@ -64,8 +81,11 @@ def test_a_variant_a_job_cannot_have_is_skipped_with_the_reason():
 
 
 def test_a_scenario_is_ok_an_expected_loss_or_a_break():
-    person, tool, fsync = audit.world("person-adversarial"), audit.world("tool-faults-always"), \
-        audit.world("power-cut-no-fsync")
+    person, tool, fsync = (
+        audit.world("person-adversarial"),
+        audit.world("tool-faults-always"),
+        audit.world("power-cut-no-fsync"),
+    )
     assert judge(_record(), PANIC) == OK
     for loss in ({"duplicates": 1}, {"missing": 1}, {"wrong": 1}, {"denied_ran": 1}, {"status": "corrupt"}):
         assert judge(_record(**loss), PANIC) == BREAK
@@ -109,24 +129,31 @@ def test_the_witness_is_the_shortest_breaking_timeline():
     result = audit.audit(TRIAGE, [once], ["keyed"], [PANIC], depth=1, site="http://x")
     wit = result.subjects[0].witness
     configs = [Config(v.job, once, "keyed", runs=audit.RUNS) for v in result.variants]
-    lengths = [len(replay(configs[res.config], r.first_point).timeline)
-               for res in run_chunks(configs, plan_chunks(configs), depth=1)
-               for r in res.records if judge(r, PANIC) == BREAK]
+    lengths = [
+        len(replay(configs[res.config], r.first_point).timeline)
+        for res in run_chunks(configs, plan_chunks(configs), depth=1)
+        for r in res.records
+        if judge(r, PANIC) == BREAK
+    ]
     assert len(lengths) > audit.CANDIDATES  # the candidates were a choice
     assert len(wit.timeline) == min(lengths)
     assert wit.record.duplicates > 0 and [e for e in wit.timeline if e["kind"] == "crash"]
     # printed up to the job run that doubled: the second, which loses nothing, is left out
     assert wit.timeline[wit.needed]["text"].startswith("fresh run run-2")
-    assert [e for e in wit.timeline[:wit.needed] if e["kind"] == "crash"]
-    assert wit.link == (f"http://x/witness/?job=triage&variant={wit.variant}&design=once-per-turn&tracker=keyed"
-                        f"&runs=2&first={wit.record.first_point}")
+    assert [e for e in wit.timeline[: wit.needed] if e["kind"] == "crash"]
+    assert wit.link == (
+        f"http://x/witness/?job=triage&variant={wit.variant}&design=once-per-turn&tracker=keyed"
+        f"&runs=2&first={wit.record.first_point}"
+    )
 
 
 def test_a_safe_verdict_names_its_expected_losses_and_the_table_counts_them():
-    s = audit.Subject(designs.get("loop"), "keyless", {"panic": audit.Cell(10),
-                                                        "person-adversarial": audit.Cell(10, expected=4)})
-    assert audit.verdict(s) == ("real loop, keyless tracker: safe; "
-                                "expected losses under person-adversarial (4 scenarios)")
+    s = audit.Subject(
+        designs.get("loop"), "keyless", {"panic": audit.Cell(10), "person-adversarial": audit.Cell(10, expected=4)}
+    )
+    assert audit.verdict(s) == (
+        "real loop, keyless tracker: safe; expected losses under person-adversarial (4 scenarios)"
+    )
     assert [c.text for c in s.cells.values()] == ["safe", "safe (4 expected)"]
     s.cells["panic"].breaks, s.broken = 3, "panic"
     assert audit.verdict(s) == "real loop, keyless tracker: broken by panic (3 of 10 scenarios)"
@@ -140,8 +167,28 @@ def test_tool_fault_worlds_are_not_swept_for_a_design_without_a_flaky_tool():
 
 
 def test_markdown_sweeps_every_cell(capsys):
-    assert main(["audit", "--design", "once-per-turn", "--tracker", "keyed", "--world", "panic", "--world",
-                 "power-cut", "--world", "tool-faults-k:4", "--depth", "1", "--format", "markdown"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--design",
+                "once-per-turn",
+                "--tracker",
+                "keyed",
+                "--world",
+                "panic",
+                "--world",
+                "power-cut",
+                "--world",
+                "tool-faults-k:4",
+                "--depth",
+                "1",
+                "--format",
+                "markdown",
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "| design | panic | power-cut | tool-faults-k:4 |"
     name, panic, power_cut, tool = lines[2].strip("|").split(" | ")
@@ -150,8 +197,24 @@ def test_markdown_sweeps_every_cell(capsys):
 
 
 def test_text_prints_a_verdict_with_its_witness_and_the_kill_note(capsys):
-    assert main(["audit", "--design", "once-per-turn", "--design", "loop", "--tracker", "keyed", "--world", "panic",
-                 "--depth", "1"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--design",
+                "once-per-turn",
+                "--design",
+                "loop",
+                "--tracker",
+                "keyed",
+                "--world",
+                "panic",
+                "--depth",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert audit.KILL_NOTE in out
     assert "real loop, keyed tracker: safe\n" in out
@@ -160,9 +223,13 @@ def test_text_prints_a_verdict_with_its_witness_and_the_kill_note(capsys):
 
 
 def test_the_witness_shows_every_job_run_up_to_the_last_that_crashed_or_lost():
-    timeline = [{"kind": "start", "text": "fresh run run-1 (process 1)"}, {"kind": "crash", "text": "c"},
-                {"kind": "start", "text": "resumed run run-1 at turn 0 (process 2)"},
-                {"kind": "start", "text": "fresh run run-2.p2 (process 2)"}, {"kind": "save", "text": "final"}]
+    timeline = [
+        {"kind": "start", "text": "fresh run run-1 (process 1)"},
+        {"kind": "crash", "text": "c"},
+        {"kind": "start", "text": "resumed run run-1 at turn 0 (process 2)"},
+        {"kind": "start", "text": "fresh run run-2.p2 (process 2)"},
+        {"kind": "save", "text": "final"},
+    ]
     assert audit.needed(timeline, {0}) == 3
     assert audit.needed(timeline, {1}) == 5
     assert audit.needed(timeline, set()) == 3  # the crash's run
@@ -170,18 +237,20 @@ def test_the_witness_shows_every_job_run_up_to_the_last_that_crashed_or_lost():
     assert audit.needed([{"kind": "start", "text": "fresh run odd"}, {"kind": "save", "text": "x"}], set()) == 2
 
 
-@pytest.mark.parametrize("args, error", [
-    (["--world", "moon"], "unknown world model 'moon'"),
-    (["--design", "nope"], "unknown design 'nope'"),
-    (["--tracker", "nope"], "unknown tracker mode 'nope'"),
-    (["--bug", "nope"], "unknown bug 'nope'"),
-    (["--job", "/nonexistent.json"], "/nonexistent.json: file: cannot read"),
-])
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--world", "moon"], "unknown world model 'moon'"),
+        (["--design", "nope"], "unknown design 'nope'"),
+        (["--tracker", "nope"], "unknown tracker mode 'nope'"),
+        (["--bug", "nope"], "unknown bug 'nope'"),
+        (["--job", "/nonexistent.json"], "/nonexistent.json: file: cannot read"),
+    ],
+)
 def test_cli_errors_are_one_line_and_exit_2(capsys, args, error):
     assert main(["audit", *args]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("agentcore: error: ") and error in err[0]
-
 
 
 def test_a_call_given_up_and_skipped_breaks_where_the_tool_recovers_on_a_tracker_that_cannot_tell():

@@ -67,8 +67,15 @@ def test_the_truth_is_played_once_per_configuration(monkeypatch):
 def test_the_truth_is_the_sound_design_s_run_in_the_fault_free_world():
     # The flaky tool's uninterrupted run asks the person about call_1: with the bug, it would record
     # a bare confirmation and comment on issue None. The truth is the design's without its bug.
-    cfg = Config(TRIAGE, designs.get("tool-fails", BUG), "keyless", person="queue", tool_faults="k:3",
-                 crash_model="kill", fsync=False)
+    cfg = Config(
+        TRIAGE,
+        designs.get("tool-fails", BUG),
+        "keyless",
+        person="queue",
+        tool_faults="k:3",
+        crash_model="kill",
+        fsync=False,
+    )
     assert effects.fault_free(cfg) == Config(TRIAGE, designs.get("tool-fails"), "keyless")
     assert effects.truth(cfg).effects[0, "call_4"][1]["issue"] == ("issue", 0, "call_1")
 
@@ -99,6 +106,7 @@ def test_a_duplicate_that_differs_counts_as_a_duplicate_and_as_wrong():
     cfg = Config(TRIAGE, designs.get("loop"), "keyless")
     effs = [_issue(1, "call_1"), _issue(2, "call_2"), _comment(1), _comment(None, 2)]
     from agentcore.standins.tracker import Tracker
+
     tracker = Tracker("keyless")
     tracker.effects = effs
     assert tracker.tally(cfg.expected) == (1, 0)
@@ -136,8 +144,15 @@ def test_happened_without_result_is_caught_by_the_wrong_column_where_a_happened_
     assert (row.dups, row.missing) == (0, 0)  # the comment exists: only its content tells
 
 
-@pytest.mark.parametrize("conditions", [{"crash_model": "power-cut"}, {"crash_model": "power-cut", "fsync": False},
-                                        {"tracker_fault": "crash"}, {"crash_model": "kill"}])
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        {"crash_model": "power-cut"},
+        {"crash_model": "power-cut", "fsync": False},
+        {"tracker_fault": "crash"},
+        {"crash_model": "kill"},
+    ],
+)
 def test_happened_without_result_under_the_keyed_tracker_is_caught_under_no_other_condition(conditions):
     row = sweep([Config(TRIAGE, designs.get("loop", BUG), "keyed", **conditions)], depth=1).rows[0]
     assert row.wrong == 0
@@ -159,7 +174,13 @@ def test_twice_scenarios_with_happened_without_result_equal_a_full_replay_crashe
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]:
             full = play(cfg, (p, rec.second_point), Options())
             assert (rec.duplicates, rec.missing, rec.wrong, rec.asks, rec.model_calls, rec.status) == (
-                full.duplicates, full.missing, full.wrong, full.asks, full.model_calls, full.status), (p, rec)
+                full.duplicates,
+                full.missing,
+                full.wrong,
+                full.asks,
+                full.model_calls,
+                full.status,
+            ), (p, rec)
             wrong += rec.wrong
     assert wrong > 0
 
@@ -175,8 +196,7 @@ def test_a_queue_person_s_wrong_yes_shows_as_a_missing_issue_and_a_wrong_comment
     # Crashed right after call_1's marker (before the request), the restart asks: "yes" is wrong,
     # nothing shows on the tracker, the result is a bare confirmation, the comment goes to None.
     cfg = Config(TRIAGE, designs.get("loop"), "keyless", person="queue")
-    p = next(n for n, (kind, label) in enumerate(points(cfg), 1)
-             if kind == "marker-saved" and label.endswith("call_1"))
+    p = next(n for n, (kind, label) in enumerate(points(cfg), 1) if kind == "marker-saved" and label.endswith("call_1"))
     paused = play(cfg, (p,))
     assert paused.status == "waiting" and paused.question["truth"] is False
     done = play(cfg, (p,), answers={paused.question["id"]: True})

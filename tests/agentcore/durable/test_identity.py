@@ -32,8 +32,11 @@ def test_each_process_proposes_its_own_run_id_the_first_as_ever():
 def test_a_restart_continues_the_checkpoint_s_run_and_names_its_process():
     cfg = Config(TRIAGE, designs.get("loop"), "keyed")
     p = play(cfg, (11, 5), Options(timeline=True))  # call_1 accepted, its result unsaved
-    assert starts(p.timeline) == ["fresh run run-1 (process 1)", "resumed run run-1 at turn 1 (process 2)",
-                                  "resumed run run-1 at turn 1 (process 3)"]
+    assert starts(p.timeline) == [
+        "fresh run run-1 (process 1)",
+        "resumed run run-1 at turn 1 (process 2)",
+        "resumed run run-1 at turn 1 (process 3)",
+    ]
     assert (p.duplicates, p.missing) == (0, 0)
 
 
@@ -67,8 +70,9 @@ def test_a_lookup_tracker_catches_it_too():
     assert (sound.with_dups, sound.dups) == (0, 0) and buggy.with_dups > 0
 
 
-@pytest.mark.parametrize("design,tracker", [("once-per-turn", "keyed"), ("after-reply", "keyed"),
-                                            ("markers", "keyed"), ("loop", "keyless")])
+@pytest.mark.parametrize(
+    "design,tracker", [("once-per-turn", "keyed"), ("after-reply", "keyed"), ("markers", "keyed"), ("loop", "keyless")]
+)
 def test_without_keys_or_a_tracker_that_honours_them_the_rows_are_the_correct_loop_s(design, tracker):
     sound = sweep([Config(TRIAGE, designs.get(design), tracker)], depth=1).rows[0]
     buggy = sweep([Config(TRIAGE, designs.get(design, ("proposed_run_id",)), tracker)], depth=1).rows[0]
@@ -76,8 +80,7 @@ def test_without_keys_or_a_tracker_that_honours_them_the_rows_are_the_correct_lo
 
 
 def test_the_command_line_plants_the_bug(capsys):
-    assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--bug", "proposed_run_id",
-                 "--format", "csv"]) == 0
+    assert main(["sweep", "--design", "loop", "--tracker", "keyed", "--bug", "proposed_run_id", "--format", "csv"]) == 0
     row = next(csv.reader(capsys.readouterr().out.splitlines()[1:]))
     assert row[0] == "loop+proposed_run_id, keyed tracker"
     assert int(row[3]) > 0  # with dups (the CSV: name, once, twice, with_dups, ...)
@@ -85,8 +88,7 @@ def test_the_command_line_plants_the_bug(capsys):
     assert capsys.readouterr().out.splitlines()[1].endswith(",38,872,0,0,0,0,0,0,0,0,180")
 
 
-@pytest.mark.parametrize("design,runs", [("loop", 1), ("loop+proposed_run_id", 1), ("approval-gate", 1),
-                                         ("keys", 2)])
+@pytest.mark.parametrize("design,runs", [("loop", 1), ("loop+proposed_run_id", 1), ("approval-gate", 1), ("keys", 2)])
 def test_a_twice_scenario_from_a_noted_state_numbers_its_process_as_a_full_replay(design, runs):
     # The noted state carries the number of the process it is for: the proposal, and so the keys,
     # the timeline and the effects, are those of a replay crashed at p and then q.

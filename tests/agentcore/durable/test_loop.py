@@ -36,8 +36,9 @@ def test_save_after_the_reply_points(tmp_path):
 
 
 def test_markers_add_a_marker_save_before_each_changing_call(tmp_path):
-    expected = (S + [R] + S + MS + [A, T] + RS + MS + [A, T] + RS + S + [R] + S + [T] + RS + MS + [A, T] + RS
-                + S + [R] + S)
+    expected = (
+        S + [R] + S + MS + [A, T] + RS + MS + [A, T] + RS + S + [R] + S + [T] + RS + MS + [A, T] + RS + S + [R] + S
+    )
     assert kinds("markers", tmp_path=tmp_path) == expected
     assert len(expected) == 43
 
@@ -61,13 +62,22 @@ def world(mode="keyed"):
 def test_crash_is_not_caught_by_the_loop_and_restart_finishes(tmp_path):
     server, model, person = world()
     path = str(tmp_path / "c.json")
-    loop = Loop(designs.get("loop"), TRIAGE, FileCheckpoint(path, False, CrashPlan(10)), server, model, person,
-                CrashPlan(10), "run-1")
+    loop = Loop(
+        designs.get("loop"),
+        TRIAGE,
+        FileCheckpoint(path, False, CrashPlan(10)),
+        server,
+        model,
+        person,
+        CrashPlan(10),
+        "run-1",
+    )
     loop.store.hook = loop.hook
     with pytest.raises(Crash):
         loop.run()
-    answer = Loop(designs.get("loop"), TRIAGE, FileCheckpoint(path, False), server, model, person,
-                  CrashPlan(), "run-2").run()
+    answer = Loop(
+        designs.get("loop"), TRIAGE, FileCheckpoint(path, False), server, model, person, CrashPlan(), "run-2"
+    ).run()
     assert answer == TRIAGE.final
     assert server.tracker.tally([(0, c.id) for c in TRIAGE.changing_calls()]) == (0, 0)
     assert json.loads(open(path).read())["run_id"] == "run-1"  # the restart kept the saved run ID
@@ -88,14 +98,23 @@ def test_a_corrupt_checkpoint_is_an_error_not_a_fresh_start(tmp_path):
     path = tmp_path / "c.json"
     path.write_text('{"run_id": "r", "tur')
     with pytest.raises(CheckpointError, match="c.json"):
-        Loop(designs.get("loop"), TRIAGE, FileCheckpoint(str(path), False), server, model, person, CrashPlan(),
-             "r").run()
+        Loop(
+            designs.get("loop"), TRIAGE, FileCheckpoint(str(path), False), server, model, person, CrashPlan(), "r"
+        ).run()
     assert server.tracker.effects == []
 
 
 def test_keys_are_sent_only_by_designs_with_keys(tmp_path):
     for design, keyed in (("after-reply", False), ("keys", True), ("loop", True)):
         server, model, person = world()
-        Loop(designs.get(design), TRIAGE, FileCheckpoint(str(tmp_path / f"{design}.json"), False), server, model,
-             person, CrashPlan(), "run-1").run()
+        Loop(
+            designs.get(design),
+            TRIAGE,
+            FileCheckpoint(str(tmp_path / f"{design}.json"), False),
+            server,
+            model,
+            person,
+            CrashPlan(),
+            "run-1",
+        ).run()
         assert all((e["key"] is not None) == keyed for e in server.tracker.effects)

@@ -40,8 +40,9 @@ def test_the_chapter_s_table_with_fsync_off_under_panic():
     assert {r.name: r.values() for r in rows} == CHAPTER
 
 
-@pytest.mark.parametrize("design,tracker", [("loop", "keyed"), ("keys-and-markers", "keyed"),
-                                            ("approval-gate", "keyless")])
+@pytest.mark.parametrize(
+    "design,tracker", [("loop", "keyed"), ("keys-and-markers", "keyed"), ("approval-gate", "keyless")]
+)
 def test_kill_gives_the_records_of_panic(design, tracker):
     # Every sixth first point with all its twice scenarios (the whole sweep takes ten times longer).
     panic, killed = (Config(TRIAGE, designs.get(design), tracker, crash_model=m) for m in ("panic", "kill"))
@@ -68,6 +69,7 @@ def test_kill_really_kills_each_crashed_process_with_sigkill(monkeypatch):
 
 def test_kill_pauses_and_resumes_a_queue_person_s_scenario_as_panic_does():
     from agentcore.harness.chunks import resume
+
     outcomes = []
     for model in ("panic", "kill"):
         cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue", crash_model=model)
@@ -146,4 +148,8 @@ def test_twice_scenarios_under_power_cut_equal_a_full_replay_crashed_twice():
         for rec in recs[::11]:
             full = play(cfg, (p, rec.second_point), Options())
             assert (rec.duplicates, rec.missing, rec.model_calls, rec.status) == (
-                full.duplicates, full.missing, full.model_calls, full.status), (p, rec.second_label)
+                full.duplicates,
+                full.missing,
+                full.model_calls,
+                full.status,
+            ), (p, rec.second_label)

@@ -83,7 +83,7 @@ def test_a_write_in_place_may_be_lost_truncated_or_torn_at_a_block_boundary():
     disk.write("c", big)
     contents = [s["c"] for s in _states(disk)]
     assert contents[0] == big
-    assert set(contents) == {big, OLD, b"", big[:BLOCK], big[:2 * BLOCK]}
+    assert set(contents) == {big, OLD, b"", big[:BLOCK], big[: 2 * BLOCK]}
 
 
 def test_an_unlink_without_a_folder_fsync_may_be_undone():
@@ -183,12 +183,18 @@ def test_the_sample_s_seed_is_the_crc_of_the_states_repr_made_piece_by_piece():
     # zlib.crc32(repr(...)) gave.
     disk, rnd = _synced({}), random.Random(7)
     for _ in range(200):
-        keys = [frozenset((f"run-{rnd.randint(1, 3)}.json'\\", rnd.randbytes(rnd.randint(0, 30)))
-                          for _ in range(rnd.randint(0, 3))) for _ in range(rnd.randint(0, 5))]
+        keys = [
+            frozenset(
+                (f"run-{rnd.randint(1, 3)}.json'\\", rnd.randbytes(rnd.randint(0, 30)))
+                for _ in range(rnd.randint(0, 3))
+            )
+            for _ in range(rnd.randint(0, 5))
+        ]
         assert disk._seed(keys) == zlib.crc32(repr([sorted(k) for k in keys]).encode())
 
 
 # Work budgets: a play counts its steps (a crash point, a block written, a power-cut state looked at).
+
 
 def _no_fsync(runs):
     return Config(load("triage"), designs.get("loop"), "keyed", runs, crash_model="power-cut", fsync=False)

@@ -38,26 +38,37 @@ def test_the_triage_table_is_the_same_merged_with_fewer_plays():
 
 
 def test_a_generated_job_is_the_same_merged():
-    assert_same(*both([Config(jobs.turn_pairs(3), designs.get(d), t) for d, t in
-                       (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"), ("once-per-turn", "lookup"))]))
+    assert_same(
+        *both(
+            [
+                Config(jobs.turn_pairs(3), designs.get(d), t)
+                for d, t in (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"), ("once-per-turn", "lookup"))
+            ]
+        )
+    )
 
 
-@pytest.mark.parametrize("conditions", [
-    {"crash_model": "power-cut", "fsync": False},
-    {"tool_faults": "k:3"},
-    {"tool_faults": "always"},
-    {"person_faults": "wrong:0.3"},
-    {"person_faults": "deny:0.5", "seed": 2},
-    {"model": "fickle", "seed": 1},
-    {"model": "fresh-ids"},
-    {"tracker_fault": "ttl:3"},
-    {"tracker_fault": "strict-params"},
-], ids=str)
+@pytest.mark.parametrize(
+    "conditions",
+    [
+        {"crash_model": "power-cut", "fsync": False},
+        {"tool_faults": "k:3"},
+        {"tool_faults": "always"},
+        {"person_faults": "wrong:0.3"},
+        {"person_faults": "deny:0.5", "seed": 2},
+        {"model": "fickle", "seed": 1},
+        {"model": "fresh-ids"},
+        {"tracker_fault": "ttl:3"},
+        {"tracker_fault": "strict-params"},
+    ],
+    ids=str,
+)
 def test_every_world_is_the_same_merged(conditions):
     # Without fsync a power cut tears writes into many more states (the five designs took 110 s
     # unmerged): there one design that doubles and loses keeps the case near 8 s.
-    names = (("keys",) if conditions.get("fsync") is False
-             else ("loop", "keys", "markers", "tool-fails", "approval-gate"))
+    names = (
+        ("keys",) if conditions.get("fsync") is False else ("loop", "keys", "markers", "tool-fails", "approval-gate")
+    )
     configs = [c for c in table_configs(TRIAGE, **conditions) if c.design.name in names]
     assert_same(*both(configs))
 
@@ -74,10 +85,14 @@ def test_a_tracker_that_can_crash_is_never_merged():
     assert merged.explored == merged.scenarios
 
 
-@pytest.mark.parametrize("cfg", [
-    Config(TRIAGE, designs.get("loop"), "keyed", person="queue"),
-    Config(TRIAGE, designs.get("loop"), "keyed", crash_model="kill"),
-], ids=["queue person", "kill"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        Config(TRIAGE, designs.get("loop"), "keyed", person="queue"),
+        Config(TRIAGE, designs.get("loop"), "keyed", crash_model="kill"),
+    ],
+    ids=["queue person", "kill"],
+)
 def test_a_queue_person_or_real_processes_are_never_merged(cfg):
     assert not merge.mergeable(cfg, collect=False)
 
@@ -87,8 +102,10 @@ def test_timelines_are_never_merged():
 
 
 def test_depth_3_is_the_same_merged_on_a_small_job():
-    configs = [Config(jobs.turn_pairs(1), designs.get(d), t) for d, t in
-               (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"))]
+    configs = [
+        Config(jobs.turn_pairs(1), designs.get(d), t)
+        for d, t in (("loop", "keyed"), ("keys", "keyed"), ("markers", "keyless"))
+    ]
     merged, unmerged = both(configs, depth=3)
     assert_same(merged, unmerged)
     assert merged.rows[0].thrice > 0 and merged.explored < merged.scenarios / 10
@@ -103,7 +120,11 @@ def test_a_thrice_scenario_crashes_the_second_restart_as_a_full_replay_does():
     for r in thrice[::7]:
         full = play(cfg, (r.first_point, r.second_point, r.third_point), Options())
         assert (full.duplicates, full.missing, full.model_calls, full.status) == (
-            r.duplicates, r.missing, r.model_calls, r.status)
+            r.duplicates,
+            r.missing,
+            r.model_calls,
+            r.status,
+        )
 
 
 def test_the_bug_that_needs_three_crashes_shows_only_at_depth_3():
@@ -158,17 +179,18 @@ def test_a_step_is_one_play_of_a_tree_s_root_with_the_states_of_its_children():
     assert [merge.explore(m, p[3], 0) for p in points] == [c[3] for c in tree.children]
     assert merge.step(cfg, state, 0) == (tree.outcome, [])
     # Against what does not go through step: the unmerged chunk's once and twice scenarios at point 3.
-    once, *twice = run_chunk(Config(jobs.turn_pairs(2), designs.get("loop"), "keyed"), plan_chunks([cfg])[2], 2,
-                             merge=False).records
+    once, *twice = run_chunk(
+        Config(jobs.turn_pairs(2), designs.get("loop"), "keyed"), plan_chunks([cfg])[2], 2, merge=False
+    ).records
     base = merge.counters(state)
     assert (done.duplicates, done.missing, done.status) == (once.duplicates, once.missing, once.status)
     assert merge.plus(base, done.added) == (once.asks, once.avoidable, once.approvals, once.model_calls)
     assert [p[:2] for p in points] == [(r.second_kind, r.second_label) for r in twice] and len(twice) > 3
     leaves = [merge.step(cfg, p[3], 0)[0] for p in points]
-    assert [(o.duplicates, o.missing, o.status) for o in leaves] == [(r.duplicates, r.missing, r.status)
-                                                                     for r in twice]
+    assert [(o.duplicates, o.missing, o.status) for o in leaves] == [(r.duplicates, r.missing, r.status) for r in twice]
     assert [merge.plus(merge.plus(base, p[2]), o.added) for p, o in zip(points, leaves, strict=True)] == [
-        (r.asks, r.avoidable, r.approvals, r.model_calls) for r in twice]
+        (r.asks, r.avoidable, r.approvals, r.model_calls) for r in twice
+    ]
 
 
 def test_only_a_chunk_of_first_scenarios_merges():
@@ -192,15 +214,18 @@ def test_two_workers_play_each_distinct_restart_once_as_one_worker_does(depth):
     configs = generated()
     two = list(run_chunks(configs, plan_chunks(configs), depth, workers=2))
     assert [r.records for r in two] == [r.records for r in one]
-    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [(r.config, r.first, r.saves, r.explored)
-                                                                       for r in one]
+    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [
+        (r.config, r.first, r.saves, r.explored) for r in one
+    ]
     assert sum(r.explored for r in two) < sum(len(r.records) for r in two) / 5
 
 
 def test_a_sweep_of_merged_and_unmerged_chunks_on_two_workers_is_one_worker_s():
     def configs():
-        return [Config(TRIAGE, designs.get("loop"), "keyed", tracker_fault="crash"),
-                Config(TRIAGE, designs.get("keys"), "keyed")]
+        return [
+            Config(TRIAGE, designs.get("loop"), "keyed", tracker_fault="crash"),
+            Config(TRIAGE, designs.get("keys"), "keyed"),
+        ]
 
     one, two = sweep(configs()), sweep(configs(), workers=2)
     assert_same(two, one)
@@ -237,8 +262,11 @@ def test_the_table_without_records_is_the_table_with_them(workers):
     counted = sweep(table_configs(TRIAGE), workers=workers, keep=False)
     assert rows_of(counted) == rows_of(kept)
     assert counted.records == [[] for _ in counted.rows]
-    assert (counted.scenarios, counted.saves, counted.explored) == (kept.scenarios, kept.saves, kept.explored) \
-        == (9663, 53986, 1041)  # saves: the unmerged table's too
+    assert (
+        (counted.scenarios, counted.saves, counted.explored)
+        == (kept.scenarios, kept.saves, kept.explored)
+        == (9663, 53986, 1041)
+    )  # saves: the unmerged table's too
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -293,8 +321,9 @@ def test_many_configurations_go_to_workers_whole_and_play_what_one_process_plays
     configs = table_configs(TRIAGE)
     assert len(configs) >= BY_CONFIGURATION * 2
     two = list(run_chunks(configs, plan_chunks(configs), 2, workers=2))
-    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [(r.config, r.first, r.saves, r.explored)
-                                                                       for r in one]
+    assert [(r.config, r.first, r.saves, r.explored) for r in two] == [
+        (r.config, r.first, r.saves, r.explored) for r in one
+    ]
     assert [r.records for r in two] == [r.records for r in one]
     # This process played none of their runs (sharing restarts, it plays each run to its first points).
     assert all(merge.memo(c)._first is None for c in configs)

@@ -28,12 +28,26 @@ def paused() -> dict:
 
 # --- Durable: the stored shape ------------------------------------------------------------------
 
+
 def test_a_stored_state_round_trips_key_for_key_and_in_order(paused):
     text = json.dumps(paused)
     again = Durable.from_dict(json.loads(text), "question 1").to_dict()
     assert json.dumps(again) == text
-    assert list(paused) == ["tracker", "attempts", "model_calls", "answers", "asks", "prompts", "decisions",
-                            "files", "seq", "process", "plan", "timeline", "swept"]
+    assert list(paused) == [
+        "tracker",
+        "attempts",
+        "model_calls",
+        "answers",
+        "asks",
+        "prompts",
+        "decisions",
+        "files",
+        "seq",
+        "process",
+        "plan",
+        "timeline",
+        "swept",
+    ]
 
 
 def test_a_noted_restart_state_carries_its_crash_and_no_swept():
@@ -59,8 +73,11 @@ def test_a_state_that_is_not_an_object_raises_checkpoint_error_naming_its_source
 
 
 CORRUPTIONS: list[tuple[str, Callable[[dict], object], str]] = [
-    ("broken-json", lambda d: d["files"].update({_first_file(d): '{"run_id": "run-1", "turns": [tru'}),
-     "corrupt or truncated checkpoint"),
+    (
+        "broken-json",
+        lambda d: d["files"].update({_first_file(d): '{"run_id": "run-1", "turns": [tru'}),
+        "corrupt or truncated checkpoint",
+    ),
     ("empty-file", lambda d: d["files"].update({_first_file(d): ""}), "corrupt or truncated checkpoint"),
     ("not-a-checkpoint", lambda d: d["files"].update({_first_file(d): "[1, 2]"}), "not a checkpoint"),
     ("deeply-nested", lambda d: d["files"].update({_first_file(d): "[" * 100_000 + "]" * 100_000}), "checkpoint"),
@@ -96,6 +113,7 @@ def test_resume_checks_a_stored_state_first(paused):
 
 
 # --- World: fresh, snapshot, restore ------------------------------------------------------------
+
 
 def test_a_world_restored_from_its_snapshot_snapshots_the_same(paused):
     state = Durable.from_dict(paused, "q")
@@ -134,6 +152,7 @@ def test_playing_from_a_restored_state_equals_playing_on():
 
 # --- Options ------------------------------------------------------------------------------------
 
+
 def test_options_keep_only_what_is_asked_for():
     cfg = Config(TRIAGE, designs.get("loop"), "keyed")
     bare = play(cfg, (3,))
@@ -150,6 +169,7 @@ def test_options_are_immutable():
 
 
 # --- limits -------------------------------------------------------------------------------------
+
 
 def test_the_limits_are_the_ones_enforced():
     assert limits.SWEEP_DEPTHS == (1, 2, 3) and limits.DEFAULT_SWEEP_DEPTH == 2

@@ -22,8 +22,15 @@ CHAPTER = {
     "real loop, keyed tracker": (38, 872, 0, 0, 0, 0, 180),
     "real loop, keyless tracker": (38, 854, 0, 0, 0, 624, 180),
 }
-HARDER = [n for n in ("tool fails after accept, keyed tracker", "tool fails after accept, keyless tracker",
-                      "approval gate, keyed tracker", "approval gate, keyless tracker")]
+HARDER = [
+    n
+    for n in (
+        "tool fails after accept, keyed tracker",
+        "tool fails after accept, keyless tracker",
+        "approval gate, keyed tracker",
+        "approval gate, keyless tracker",
+    )
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +38,15 @@ def table():
     return sweep(table_configs(TRIAGE), collect=False)
 
 
-@pytest.mark.parametrize(("design", "tracker", "name"), [
-    ("loop", "keyless", "real loop, keyless tracker"),  # in the table: the table's name
-    ("once-per-turn", "keyed", "save once per turn"),
-    ("loop", "lookup", "loop, lookup tracker"),  # not in the table
-    ("loop+reuse_run_id", "keyed", "loop+reuse_run_id, keyed tracker"),  # a planted bug is not the table's row
-])
+@pytest.mark.parametrize(
+    ("design", "tracker", "name"),
+    [
+        ("loop", "keyless", "real loop, keyless tracker"),  # in the table: the table's name
+        ("once-per-turn", "keyed", "save once per turn"),
+        ("loop", "lookup", "loop, lookup tracker"),  # not in the table
+        ("loop+reuse_run_id", "keyed", "loop+reuse_run_id, keyed tracker"),  # a planted bug is not the table's row
+    ],
+)
 def test_a_configuration_is_named_as_the_table_names_it(design, tracker, name):
     base, *bugs = design.split("+")
     assert Config(jobs.load("triage"), designs.get(base, tuple(bugs)), tracker).label == name
@@ -126,11 +136,16 @@ def test_timeline_shows_the_ladder_decision():
     assert any(e["kind"] == "ladder" and "ask" in e["text"] for e in rec.timeline)
 
 
-SMALL = jobs.parse(json.dumps({
-    "name": "one-issue",
-    "tools": {"create_issue": {"op": "create_issue", "sends_key": True}},
-    "turns": [{"calls": [{"id": "a", "tool": "create_issue", "args": {"title": "t"}}]}, {"final": "ok"}],
-}), "small")
+SMALL = jobs.parse(
+    json.dumps(
+        {
+            "name": "one-issue",
+            "tools": {"create_issue": {"op": "create_issue", "sends_key": True}},
+            "turns": [{"calls": [{"id": "a", "tool": "create_issue", "args": {"title": "t"}}]}, {"final": "ok"}],
+        }
+    ),
+    "small",
+)
 
 
 def test_small_job_counts_checked_by_hand():
@@ -150,27 +165,56 @@ def test_small_job_once_calls_plus_checked_by_hand():
     assert row.calls_plus == 6
 
 
-LABELS = jobs.parse(json.dumps({
-    "name": "labels",
-    "tools": {"create_issue": {"op": "create_issue", "sends_key": True, "lookup": True},
-              "label": {"op": "label"},
-              "search": {"op": "search", "read_only": True},
-              "comment": {"op": "comment", "sends_key": True, "lookup": True}},
-    "turns": [
-        {"calls": [{"id": "c1", "tool": "search", "args": {"query": "flaky"}},
-                   {"id": "c2", "tool": "create_issue", "args": {"title": "flaky test"}}]},
-        {"calls": [{"id": "c3", "tool": "label", "args": {"issue": {"$result": "c2", "field": "number"},
-                                                           "label": "ci"}},
-                   {"id": "c4", "tool": "comment", "args": {"issue": {"$result": "c2", "field": "number"},
-                                                             "body": "seen twice"}}]},
-        {"calls": [{"id": "c5", "tool": "create_issue", "args": {"title": "follow-up"}}]},
-        {"final": "done"},
+LABELS = jobs.parse(
+    json.dumps(
+        {
+            "name": "labels",
+            "tools": {
+                "create_issue": {"op": "create_issue", "sends_key": True, "lookup": True},
+                "label": {"op": "label"},
+                "search": {"op": "search", "read_only": True},
+                "comment": {"op": "comment", "sends_key": True, "lookup": True},
+            },
+            "turns": [
+                {
+                    "calls": [
+                        {"id": "c1", "tool": "search", "args": {"query": "flaky"}},
+                        {"id": "c2", "tool": "create_issue", "args": {"title": "flaky test"}},
+                    ]
+                },
+                {
+                    "calls": [
+                        {
+                            "id": "c3",
+                            "tool": "label",
+                            "args": {"issue": {"$result": "c2", "field": "number"}, "label": "ci"},
+                        },
+                        {
+                            "id": "c4",
+                            "tool": "comment",
+                            "args": {"issue": {"$result": "c2", "field": "number"}, "body": "seen twice"},
+                        },
+                    ]
+                },
+                {"calls": [{"id": "c5", "tool": "create_issue", "args": {"title": "follow-up"}}]},
+                {"final": "done"},
+            ],
+        }
+    ),
+    "labels",
+)
+
+
+@pytest.mark.parametrize(
+    "design,tracker",
+    [
+        ("keys-and-markers", "keyed"),
+        ("loop", "keyed"),
+        ("loop", "keyless"),
+        ("loop", "lookup"),
+        ("tool-fails", "lookup"),
     ],
-}), "labels")
-
-
-@pytest.mark.parametrize("design,tracker", [("keys-and-markers", "keyed"), ("loop", "keyed"), ("loop", "keyless"),
-                                            ("loop", "lookup"), ("tool-fails", "lookup")])
+)
 def test_another_job_sound_designs_lose_and_double_nothing(design, tracker):
     row = sweep([Config(LABELS, designs.get(design), tracker)]).rows[0]
     assert (row.dups, row.missing) == (0, 0)
@@ -189,11 +233,14 @@ def test_another_job_save_once_per_turn_doubles_but_never_the_label():
         assert sum(1 for e in rec.effects if e["op"] == "label") <= 1
 
 
-@pytest.mark.parametrize("bug,tracker,design", [
-    ("tools_before_reply_save", "keyless", "loop"),
-    ("marker_after_call", "keyless", "loop"),
-    ("skip_failed", "keyed", "tool-fails"),
-])
+@pytest.mark.parametrize(
+    "bug,tracker,design",
+    [
+        ("tools_before_reply_save", "keyless", "loop"),
+        ("marker_after_call", "keyless", "loop"),
+        ("skip_failed", "keyed", "tool-fails"),
+    ],
+)
 def test_the_sweep_catches_each_planted_bug(bug, tracker, design):
     sound = sweep([Config(TRIAGE, designs.get(design), tracker)], depth=1).rows[0]
     buggy = sweep([Config(TRIAGE, designs.get(design, (bug,)), tracker)], depth=1).rows[0]
@@ -222,6 +269,7 @@ def test_bad_configuration_is_refused():
 
 def _waiting(tmp_path, point=10):
     from agentcore.harness.scenario import play
+
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
     p = play(cfg, (point,), Options(timeline=True), str(tmp_path))
     return cfg, p
@@ -237,6 +285,7 @@ def test_queue_person_suspends_a_scenario_with_its_durable_state(tmp_path):
 @pytest.mark.parametrize("answer,dups,missing", [(True, 0, 0), (False, 1, 0)])
 def test_resuming_with_an_answer_finishes_and_shows_if_it_was_right(tmp_path, answer, dups, missing):
     from agentcore.harness.chunks import resume
+
     cfg, p = _waiting(tmp_path)  # crash at point 10: call_1 accepted, its result not saved: it happened
     rec = resume(cfg, p.durable, {p.question["id"]: answer}, (10, "k", "l"), None, str(tmp_path)).record
     assert rec.status == "done"
@@ -244,9 +293,16 @@ def test_resuming_with_an_answer_finishes_and_shows_if_it_was_right(tmp_path, an
     assert rec.asks == 1
 
 
-@pytest.mark.parametrize("design,tracker,runs", [("markers", "keyed", 1), ("loop", "keyless", 1),
-                                                 ("tool-fails", "keyless", 1), ("approval-gate", "keyed", 1),
-                                                 ("once-per-turn", "keyed", 2)])
+@pytest.mark.parametrize(
+    "design,tracker,runs",
+    [
+        ("markers", "keyed", 1),
+        ("loop", "keyless", 1),
+        ("tool-fails", "keyless", 1),
+        ("approval-gate", "keyed", 1),
+        ("once-per-turn", "keyed", 2),
+    ],
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, runs):
     # The sweep starts each twice scenario from the state noted at the restart's point q; crashing
     # a replay of the whole scenario at p and then q must give the very same outcome. (In memory:
@@ -254,13 +310,20 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, runs
     # and cost 36 times as much here.)
     from agentcore.harness.chunks import Chunk, points, run_chunk
     from agentcore.harness.scenario import play
+
     cfg = Config(TRIAGE, designs.get(design), tracker, runs=runs)
     for p, (kind, label) in enumerate(points(cfg), 1):
         noted = run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]
         for rec in noted:
             full = play(cfg, (p, rec.second_point), Options())
             assert (rec.duplicates, rec.missing, rec.asks, rec.approvals, rec.model_calls, rec.status) == (
-                full.duplicates, full.missing, full.asks, full.approvals, full.model_calls, full.status), (p, rec)
+                full.duplicates,
+                full.missing,
+                full.asks,
+                full.approvals,
+                full.model_calls,
+                full.status,
+            ), (p, rec)
             assert len(full.crashes) == 2
 
 
@@ -272,6 +335,7 @@ def test_twice_timeline_shows_both_crashes():
 
 
 # --- a queue person answered truthfully is the scripted person --------------------------------
+
 
 def _queue_sweep_answered_truthfully(cfg, depth):
     """A queue sweep of one configuration, every question answered with its truth, resumed, and the
@@ -291,8 +355,9 @@ def _queue_sweep_answered_truthfully(cfg, depth):
         todo, still = [], []
         for r, q, d in waiting:
             second = (r.second_point, r.second_kind, r.second_label) if r.second_point else None
-            res = resume(cfg, d, {q["id"]: q["truth"]}, (r.first_point, r.first_kind, r.first_label), second,
-                         depth=depth)
+            res = resume(
+                cfg, d, {q["id"]: q["truth"]}, (r.first_point, r.first_kind, r.first_label), second, depth=depth
+            )
             records[r.first_point, r.second_point] = res.record
             if res.chunk(0) is not None:
                 todo.append(res.chunk(0))
@@ -304,8 +369,7 @@ def _queue_sweep_answered_truthfully(cfg, depth):
 
 def _comparable(records):
     # A paused scenario's timeline shows its questions and answers besides; all else must be equal.
-    return [replace(r, timeline=[e for e in r.timeline if e["kind"] not in ("question", "answer")])
-            for r in records]
+    return [replace(r, timeline=[e for e in r.timeline if e["kind"] not in ("question", "answer")]) for r in records]
 
 
 @pytest.mark.parametrize("depth", [1, 2])
@@ -325,8 +389,9 @@ def test_a_resumed_scenario_passes_the_points_of_the_scripted_restart():
     queue = replace(cfg, person="queue")
     paused = play(queue, (10,), Options(points=True))
     assert paused.status == "waiting" and paused.durable["process"] == 1
-    done = resume(queue, paused.durable, {paused.question["id"]: paused.question["truth"]}, (10, "k", "l"), None,
-                  depth=2)
+    done = resume(
+        queue, paused.durable, {paused.question["id"]: paused.question["truth"]}, (10, "k", "l"), None, depth=2
+    )
     assert done.record.status == "done"
     assert done.played.processes[0].points == scripted.processes[1].points
 
@@ -337,16 +402,18 @@ def test_a_resumed_scenario_s_timeline_shows_the_question_and_its_answer_where_i
     done = resume(cfg, paused.durable, {paused.question["id"]: True}, (10, "k", "l"), None)
     kinds = [e["kind"] for e in done.record.timeline]
     assert paused.timeline[-1]["kind"] == "question"
-    assert kinds[:len(paused.timeline)] == [e["kind"] for e in paused.timeline]
+    assert kinds[: len(paused.timeline)] == [e["kind"] for e in paused.timeline]
     assert kinds[len(paused.timeline)] == "answer" and kinds.count("question") == 1
     assert kinds.count("start") == 2  # the first process and the restart: the answer starts no process
 
 
 def test_a_resume_hands_on_the_restart_points_it_reached_as_a_chunk_of_twice_scenarios():
     cfg = replace(next(c for c in table_configs(TRIAGE) if c.label == "real loop, keyless tracker"), person="queue")
-    p, (kind, label) = next((n, pt) for n, pt in enumerate(points(replace(cfg, person="scripted")), 1)
-                            if (res := run_chunk(cfg, Chunk(0, n, *pt), 2)).waiting and res.waiting[0][0] == 0
-                            and len(res.records) > 1)
+    p, (kind, label) = next(
+        (n, pt)
+        for n, pt in enumerate(points(replace(cfg, person="scripted")), 1)
+        if (res := run_chunk(cfg, Chunk(0, n, *pt), 2)).waiting and res.waiting[0][0] == 0 and len(res.records) > 1
+    )
     first = run_chunk(cfg, Chunk(0, p, kind, label), 2)
     _, question, durable = first.waiting[0]
     swept = len(first.records) - 1  # the twice scenarios of the points reached before the question
@@ -364,8 +431,9 @@ def test_replaying_a_twice_scenario_past_an_answer_gives_the_sweep_s_record():
     paused = play(cfg, (10,), Options(points=True, notes=True))
     assert paused.status == "waiting" and paused.durable["process"] == 1
     first = (10, "k", "l")
-    chunk = resume(cfg, paused.durable, {paused.question["id"]: paused.question["truth"]}, first, None,
-                   depth=2).chunk(0)
+    chunk = resume(cfg, paused.durable, {paused.question["id"]: paused.question["truth"]}, first, None, depth=2).chunk(
+        0
+    )
     assert chunk is not None
     for rec in run_chunk(cfg, chunk, 2, collect=True).records:
         again = replay(cfg, 10, rec.second_point, {}, chunk.answers)

@@ -60,6 +60,7 @@ def starts(timeline):
 
 # --- the log --------------------------------------------------------------------------------------
 
+
 def test_a_request_is_logged_then_synced_then_answered():
     plan = CrashPlan(record=True)
     request(Tracker("keyed", "crash"), plan)
@@ -106,6 +107,7 @@ def test_without_the_fault_no_configuration_of_the_table_fires_a_tracker_point()
 
 # --- the log in the durable state -----------------------------------------------------------------
 
+
 def _note(fault):
     cfg = config(fault=fault)
     at = point(cfg, "tool-returned create_issue call_2")
@@ -136,6 +138,7 @@ def test_a_stored_log_that_does_not_replay_is_refused():
 
 
 # --- the answer that never arrived ----------------------------------------------------------------
+
 
 def test_a_tracker_crash_fails_the_call_and_the_agent_process_goes_on():
     cfg = config()
@@ -169,13 +172,21 @@ def test_a_process_crashed_after_a_tracker_crash_restarts_as_process_2():
 
 # --- the sweep's rows -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("tracker", list(ROWS))
 def test_the_real_loop_loses_and_doubles_nothing_when_the_tracker_crashes(tracker):
     assert sweep([config(tracker=tracker)]).rows[0].values(CHAPTER_COLUMNS) == ROWS[tracker]
 
 
-@pytest.mark.parametrize("name", ["tool fails after accept, keyed tracker", "tool fails after accept, keyless tracker",
-                                  "approval gate, keyed tracker", "approval gate, keyless tracker"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tool fails after accept, keyed tracker",
+        "tool fails after accept, keyless tracker",
+        "approval gate, keyed tracker",
+        "approval gate, keyless tracker",
+    ],
+)
 def test_the_harder_situations_lose_and_double_nothing_when_the_tracker_crashes(name):
     cfg = next(c for c in table_configs(TRIAGE, tracker_fault="crash") if c.label == name)
     row = sweep([cfg]).rows[0]
@@ -189,6 +200,7 @@ def test_the_command_line_sweeps_with_the_tracker_fault(capsys):
 
 
 # --- the planted bug: a retry that fails too is given up -------------------------------------------
+
 
 @pytest.mark.parametrize("tracker", list(ROWS))
 def test_retry_once_is_caught_when_the_tracker_can_crash(tracker):
@@ -217,8 +229,10 @@ def test_retry_once_loses_a_call_only_where_the_tracker_lost_it_and_then_its_ret
 
 # --- twice scenarios: from a noted state, or played in full ---------------------------------------
 
-@pytest.mark.parametrize("design,tracker", [("loop", "keyed"), ("loop", "keyless"), ("tool-fails", "keyless"),
-                                            ("loop+retry_once", "lookup")])
+
+@pytest.mark.parametrize(
+    "design,tracker", [("loop", "keyed"), ("loop", "keyless"), ("tool-fails", "keyless"), ("loop+retry_once", "lookup")]
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice_when_the_tracker_crashes(design, tracker):
     # Second points where an agent process crashes start from the state noted there (also after a
     # first crash of the tracker); those where the tracker crashes are played in full.
@@ -227,8 +241,14 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice_when_the_tracker_cras
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2, collect=True).records[1:]:
             full = play(cfg, (p, rec.second_point), Options(timeline=True))
             assert (rec.timeline, rec.effects, rec.duplicates, rec.missing, rec.asks, rec.model_calls, rec.status) == (
-                full.timeline, full.effects, full.duplicates, full.missing, full.asks, full.model_calls,
-                full.status), (p, rec.second_point)
+                full.timeline,
+                full.effects,
+                full.duplicates,
+                full.missing,
+                full.asks,
+                full.model_calls,
+                full.status,
+            ), (p, rec.second_point)
             assert len(full.crashes) == 2
 
 

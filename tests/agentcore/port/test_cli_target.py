@@ -6,8 +6,9 @@ import sys
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "agentcore", "sweep", *args], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore", "sweep", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_a_target_sweep_prints_its_row_and_writes_its_records(tmp_path):
@@ -36,9 +37,11 @@ def test_a_sweep_needs_a_design_or_a_target():
 
 
 def test_import_agentcore_loads_neither_the_port_nor_any_third_party_module():
-    code = ("import sys; before = set(sys.modules); import agentcore; "
-            "new = sorted(m.split('.')[0] for m in set(sys.modules) - before); print(' '.join(new)); "
-            "print(any(m.startswith('agentcore.port') for m in sys.modules))")
+    code = (
+        "import sys; before = set(sys.modules); import agentcore; "
+        "new = sorted(m.split('.')[0] for m in set(sys.modules) - before); print(' '.join(new)); "
+        "print(any(m.startswith('agentcore.port') for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     third_party = set(out[0].split()) - set(sys.stdlib_module_names) - {"agentcore"}
     assert third_party == set() and out[1] == "False"

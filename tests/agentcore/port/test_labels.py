@@ -4,7 +4,10 @@ from agentcore.port.labels import DETAIL_CHARS, Labeller, detail_text, kind_of, 
 def test_a_label_counts_its_kind_and_detail_in_this_process():
     names = Labeller()
     assert [names.name("put", "step=1"), names.name("put", "step=1"), names.name("reply", "")] == [
-        "put step=1 #1", "put step=1 #2", "reply #1"]
+        "put step=1 #1",
+        "put step=1 #2",
+        "reply #1",
+    ]
 
 
 def test_details_are_cut_and_folded():

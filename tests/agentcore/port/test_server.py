@@ -79,10 +79,15 @@ def test_serve_says_hello_then_answers_each_request_with_one_line():
     assert [line["status"] for line in lines[1:]] == ["done", "done"]
 
 
-@pytest.mark.parametrize("name, says", [("plain_loop", "package.module:attribute"),
-                                        ("nowhere.at_all:x", "cannot import nowhere"),
-                                        ("examples.plain_loop:absent", "has no attribute absent"),
-                                        ("examples.plain_loop:__doc__", "is not callable")])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("plain_loop", "package.module:attribute"),
+        ("nowhere.at_all:x", "cannot import nowhere"),
+        ("examples.plain_loop:absent", "has no attribute absent"),
+        ("examples.plain_loop:__doc__", "is not callable"),
+    ],
+)
 def test_a_bad_target_name_is_refused_with_what_is_wrong(name, says):
     with pytest.raises(ValueError, match=says):
         load_target(name)

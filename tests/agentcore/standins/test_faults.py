@@ -17,26 +17,47 @@ def test_tool_faults_spellings(spec, n):
     assert faults.tool_failures(spec) == n
 
 
-@pytest.mark.parametrize("spec,parsed", [("truthful", ("truthful", 0.0)), ("deny:0.25", ("deny", 0.25)),
-                                         ("wrong:1", ("wrong", 1.0)), ("adversarial", ("adversarial", 1.0))])
+@pytest.mark.parametrize(
+    "spec,parsed",
+    [
+        ("truthful", ("truthful", 0.0)),
+        ("deny:0.25", ("deny", 0.25)),
+        ("wrong:1", ("wrong", 1.0)),
+        ("adversarial", ("adversarial", 1.0)),
+    ],
+)
 def test_person_spellings(spec, parsed):
     assert faults.person_faults(spec) == parsed
 
 
-@pytest.mark.parametrize("spec,parsed", [("none", ("none", None)), ("crash", ("crash", None)),
-                                         ("ttl:5", ("ttl", 5)), ("strict-params", ("strict-params", None))])
+@pytest.mark.parametrize(
+    "spec,parsed",
+    [
+        ("none", ("none", None)),
+        ("crash", ("crash", None)),
+        ("ttl:5", ("ttl", 5)),
+        ("strict-params", ("strict-params", None)),
+    ],
+)
 def test_tracker_fault_spellings(spec, parsed):
     assert faults.tracker_fault(spec) == parsed
 
 
-@pytest.mark.parametrize("parse,spec,message", [
-    (faults.tool_failures, "k:-1", "N must be a whole number"), (faults.tool_failures, "sometimes", "first, k:N"),
-    (faults.person_faults, "deny:1.5", "P must be a probability"), (faults.person_faults, "deny:nan", "probability"),
-    (faults.person_faults, "liar", "truthful, deny:P"), (faults.model, "smart", "fixed, fresh-ids, fickle"),
-    (faults.tracker_fault, "ttl:0", "N must be a whole number from 1"), (faults.tracker_fault, "flaky", "ttl:N"),
-    (faults.tracker_fault, "ttl:\u0665", "N must be a whole number"),
-    (faults.tracker_fault, "ttl:\u00b2", "N must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "parse,spec,message",
+    [
+        (faults.tool_failures, "k:-1", "N must be a whole number"),
+        (faults.tool_failures, "sometimes", "first, k:N"),
+        (faults.person_faults, "deny:1.5", "P must be a probability"),
+        (faults.person_faults, "deny:nan", "probability"),
+        (faults.person_faults, "liar", "truthful, deny:P"),
+        (faults.model, "smart", "fixed, fresh-ids, fickle"),
+        (faults.tracker_fault, "ttl:0", "N must be a whole number from 1"),
+        (faults.tracker_fault, "flaky", "ttl:N"),
+        (faults.tracker_fault, "ttl:\u0665", "N must be a whole number"),
+        (faults.tracker_fault, "ttl:\u00b2", "N must be a whole number"),
+    ],
+)
 def test_a_bad_spelling_is_a_value_error_that_lists_the_choices(parse, spec, message):
     with pytest.raises(ValueError, match=message):
         parse(spec)
@@ -50,8 +71,9 @@ def test_the_defaults_are_the_chapter_s_world():
 
 def test_conditions_name_each_fault_not_at_its_default():
     words = conditions(tracker_fault="ttl:3", tool_faults="always", person_faults="wrong:0.5", model="fickle", seed=7)
-    assert words == ("panic, fsync on, tracker fault: ttl:3, tool faults: always, person: wrong:0.5, model: fickle, "
-                     "seed: 7")
+    assert words == (
+        "panic, fsync on, tracker fault: ttl:3, tool faults: always, person: wrong:0.5, model: fickle, seed: 7"
+    )
     assert conditions(seed=7) == "panic, fsync on"  # nothing random uses the seed
 
 

@@ -18,17 +18,26 @@ from agentcore.standins.tools import ToolServer
 from agentcore.standins.tracker import Tracker
 
 TRIAGE = load("triage")
-REPLY_SAVERS = ("save after the reply", "+ idempotency keys", "+ attempt markers, no keys", "keys and markers",
-                "real loop, keyed tracker", "real loop, keyless tracker", "tool fails after accept, keyed tracker",
-                "tool fails after accept, keyless tracker", "approval gate, keyed tracker",
-                "approval gate, keyless tracker")
+REPLY_SAVERS = (
+    "save after the reply",
+    "+ idempotency keys",
+    "+ attempt markers, no keys",
+    "keys and markers",
+    "real loop, keyed tracker",
+    "real loop, keyless tracker",
+    "tool fails after accept, keyed tracker",
+    "tool fails after accept, keyless tracker",
+    "approval gate, keyed tracker",
+    "approval gate, keyless tracker",
+)
 BUG = ("reask_open_turn",)
 CREATE = Tool("create_issue", "create_issue", sends_key=True)
 
 
 def _rows(model, seed=0, extra=()):
     configs = table_configs(TRIAGE, model=model, seed=seed) + [
-        Config(TRIAGE, designs.get(d, b), "keyed", model=model, seed=seed) for d, b in extra]
+        Config(TRIAGE, designs.get(d, b), "keyed", model=model, seed=seed) for d, b in extra
+    ]
     return {r.name: r.values() for r in sweep(configs).rows}
 
 
@@ -55,6 +64,7 @@ def _happened(origin):
 
 
 # --- the model ------------------------------------------------------------------------------------
+
 
 def test_a_fixed_model_gives_the_same_reply_when_asked_again_and_counts_calls():
     m = ScriptedModel(TRIAGE)
@@ -86,6 +96,7 @@ def test_the_fickle_model_is_seeded_and_deterministic():
     def replies(seed):
         m = ScriptedModel(TRIAGE, "fickle", seed, _happened)
         return [m.reply(r, t, {}) for r in range(2) for t in range(2) for _ in range(3)]
+
     assert replies(1) == replies(1)
     assert len({repr(replies(s)) for s in range(5)}) > 1
 
@@ -113,13 +124,16 @@ def test_the_fickle_model_keeps_the_calls_of_a_turn_nothing_of_which_took_effect
 
 
 def test_a_job_file_may_not_use_the_separator_in_a_call_id():
-    text = ('{"name": "j", "tools": {"c": {"op": "comment"}}, "turns": [{"calls": [{"id": "call~1", "tool": "c", '
-            '"args": {}}]}, {"final": "done"}]}')
+    text = (
+        '{"name": "j", "tools": {"c": {"op": "comment"}}, "turns": [{"calls": [{"id": "call~1", "tool": "c", '
+        '"args": {}}]}, {"final": "done"}]}'
+    )
     with pytest.raises(JobError, match=r"turns\[0\]\.calls\[0\]\.id: .*'~'"):
         parse(text, "j.json")
 
 
 # --- the world ------------------------------------------------------------------------------------
+
 
 def test_an_effect_under_a_fresh_id_counts_against_its_job_call():
     tracker = Tracker("keyed")
@@ -152,6 +166,7 @@ def test_a_corrupt_count_of_the_model_s_asks_is_refused():
 
 
 # --- the sweep ------------------------------------------------------------------------------------
+
 
 def test_fresh_ids_leave_the_designs_that_save_the_reply_as_in_the_chapter(fixed, fresh):
     # Only a reply lost before its save is asked for again: none of its calls ran yet, so new IDs
@@ -210,9 +225,14 @@ def test_reask_open_turn_doubles_effects_already_when_crashed_once():
     assert sweep([Config(TRIAGE, designs.get("loop", BUG), "keyed", model="fresh-ids")], depth=1).rows[0].dups > 0
 
 
-@pytest.mark.parametrize("design,model,seed,runs", [("loop+reask_open_turn", "fresh-ids", 0, 1),
-                                                    ("loop+reask_open_turn", "fickle", 1, 1),
-                                                    ("once-per-turn-keys", "fickle", 2, 2)])
+@pytest.mark.parametrize(
+    "design,model,seed,runs",
+    [
+        ("loop+reask_open_turn", "fresh-ids", 0, 1),
+        ("loop+reask_open_turn", "fickle", 1, 1),
+        ("once-per-turn-keys", "fickle", 2, 2),
+    ],
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, model, seed, runs):
     # As tests/agentcore/harness/test_sweep.py: the restart noted at each point carries the model's asks.
     base, *bugs = design.split("+")
@@ -221,13 +241,18 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, model, seed, 
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]:
             full = play(cfg, (p, rec.second_point), Options())
             assert (rec.duplicates, rec.missing, rec.model_calls, rec.status) == (
-                full.duplicates, full.missing, full.model_calls, full.status), (p, rec)
+                full.duplicates,
+                full.missing,
+                full.model_calls,
+                full.status,
+            ), (p, rec)
 
 
 @pytest.mark.parametrize("model", ["fresh-ids", "fickle"])
 def test_kill_gives_the_records_of_panic_at_depth_1(model):
-    panic, killed = (Config(TRIAGE, designs.get("loop", BUG), "keyed", model=model, seed=1, crash_model=m)
-                     for m in ("panic", "kill"))
+    panic, killed = (
+        Config(TRIAGE, designs.get("loop", BUG), "keyed", model=model, seed=1, crash_model=m) for m in ("panic", "kill")
+    )
     assert sweep([killed], depth=1, collect=True).records == sweep([panic], depth=1, collect=True).records
 
 

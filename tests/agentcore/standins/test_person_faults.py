@@ -39,6 +39,7 @@ def _caught(row):
 
 # --- the person's answers ---------------------------------------------------------------------------
 
+
 def test_the_truthful_person_approves_everything_and_answers_truly():
     t = Tracker("keyless")
     p = ScriptedPerson(t)
@@ -62,6 +63,7 @@ def test_deny_is_the_same_every_time_and_differs_with_the_seed():
     def decisions(seed):
         p = ScriptedPerson(Tracker("keyed"), "deny:0.5", seed)
         return [p.approve(f"req {o}", CALL, o) for o in ORIGINS]
+
     assert decisions(MIXED) == decisions(MIXED)
     assert decisions(MIXED) != decisions(MIXED + 1)
 
@@ -98,7 +100,8 @@ def _answers(spec, seed=0, asks=40):
 def test_wrong_answers_each_ask_wrongly_by_the_chance_of_its_seed_run_call_and_ask_number():
     got = _answers("wrong:0.5", MIXED)
     assert [said != truth for _, said, truth in got] == [
-        chance("wrong", MIXED, *o, n) < 0.5 for n, (o, _, _) in enumerate(got, 1)]
+        chance("wrong", MIXED, *o, n) < 0.5 for n, (o, _, _) in enumerate(got, 1)
+    ]
     assert {said != truth for _, said, truth in got} == {True, False}
     assert _answers("wrong:0.5", MIXED) == got
 
@@ -124,6 +127,7 @@ def test_a_wrong_yes_is_a_bare_confirmation_and_a_wrong_no_hides_the_effect():
 
 # --- what the errors do to a scenario -----------------------------------------------------------------
 
+
 def test_a_wrong_yes_makes_the_loop_take_the_call_as_done_and_its_effect_missing():
     cfg = Config(TRIAGE, designs.get("loop"), "keyless", person_faults="adversarial")
     # The marker is saved, the call never reached the tracker: the truth is "no".
@@ -147,14 +151,14 @@ def test_a_truthful_answer_at_the_same_points_loses_and_doubles_nothing():
 
 # --- denied_ran and missing ---------------------------------------------------------------------------
 
+
 def test_a_denied_call_is_not_missing_and_the_gate_runs_none():
     p = play(Config(TRIAGE, designs.get("approval-gate"), "keyed", person_faults="deny:1"), ())
     assert (p.approvals, p.duplicates, p.missing, p.denied_ran) == (3, 0, 0, 0)
 
 
 def test_denied_ran_counts_each_denied_call_that_made_an_effect():
-    p = play(Config(TRIAGE, designs.get("approval-gate", ("denied_still_runs",)), "keyed",
-                    person_faults="deny:1"), ())
+    p = play(Config(TRIAGE, designs.get("approval-gate", ("denied_still_runs",)), "keyed", person_faults="deny:1"), ())
     assert (p.duplicates, p.missing, p.denied_ran) == (0, 0, 3)
 
 
@@ -169,24 +173,35 @@ def test_a_tracker_tallies_a_denied_call_apart():
 
 # --- the grade of a question --------------------------------------------------------------------------
 
+
 def test_the_grade_is_the_tool_s_key():
     assert ladder.avoidable(True) is True
     assert ladder.avoidable(False) is False
 
 
 def _job(sends_key, lookup):
-    return jobs.parse(json.dumps({
-        "name": "one", "tools": {"t": {"op": "create_issue", "sends_key": sends_key, "lookup": lookup}},
-        "turns": [{"calls": [{"id": "c1", "tool": "t", "args": {"title": "x"}}]}, {"final": "done"}]}), "one")
+    return jobs.parse(
+        json.dumps(
+            {
+                "name": "one",
+                "tools": {"t": {"op": "create_issue", "sends_key": sends_key, "lookup": lookup}},
+                "turns": [{"calls": [{"id": "c1", "tool": "t", "args": {"title": "x"}}]}, {"final": "done"}],
+            }
+        ),
+        "one",
+    )
 
 
-@pytest.mark.parametrize("design,tracker,sends_key,lookup,graded", [
-    ("markers", "keyed", True, True, True),  # the design sends no key the tracker would honour
-    ("loop", "keyless", True, True, True),  # the tracker ignores the key and answers no lookup
-    ("loop", "lookup", True, False, True),  # the tool has no lookup: a keyed tracker would rerun
-    ("loop", "lookup", False, True, False),  # a lookup goes by key: the tool sends none
-    ("loop", "keyed", False, False, False),  # nothing but the person can tell
-])
+@pytest.mark.parametrize(
+    "design,tracker,sends_key,lookup,graded",
+    [
+        ("markers", "keyed", True, True, True),  # the design sends no key the tracker would honour
+        ("loop", "keyless", True, True, True),  # the tracker ignores the key and answers no lookup
+        ("loop", "lookup", True, False, True),  # the tool has no lookup: a keyed tracker would rerun
+        ("loop", "lookup", False, True, False),  # a lookup goes by key: the tool sends none
+        ("loop", "keyed", False, False, False),  # nothing but the person can tell
+    ],
+)
 def test_each_question_the_ladder_asks_carries_its_grade(design, tracker, sends_key, lookup, graded):
     cfg = Config(_job(sends_key, lookup), designs.get(design), tracker, person="queue")
     p = play(cfg, (_point(cfg, "tracker-accepted t c1"),))
@@ -204,6 +219,7 @@ def test_a_scenario_counts_its_avoidable_asks(sends_key, avoidable):
 def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counting():
     from agentcore.harness.chunks import resume
     from agentcore.harness.state import Durable
+
     cfg = Config(TRIAGE, designs.get("markers"), "keyed", person="queue")
     first = _point(cfg, "tracker-accepted create_issue call_1")
     # Process 2 asks about call_1 and pauses; answered, it crashes again at some point q and
@@ -225,6 +241,7 @@ def test_a_paused_scenario_stores_its_avoidable_asks_and_a_resume_goes_on_counti
 
 def test_a_question_raised_carries_the_grade_it_was_asked_with():
     from agentcore.standins.person import QueuePerson
+
     with pytest.raises(Suspended) as e:
         QueuePerson(Tracker("keyless")).did_it_happen((0, "c1"), CALL, None, "", True)
     assert e.value.question["avoidable"] is True
@@ -232,17 +249,25 @@ def test_a_question_raised_carries_the_grade_it_was_asked_with():
 
 # --- the correct loop and the planted bugs --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("seed,runs", [(0, 1), (MIXED, 1), (MIXED, 2)])
 def test_the_keyed_approval_gate_is_clean_under_deny(seed, runs):
-    row = sweep([Config(TRIAGE, designs.get("approval-gate"), "keyed", runs=runs, person_faults="deny:0.5",
-                        seed=seed)]).rows[0]
+    row = sweep(
+        [Config(TRIAGE, designs.get("approval-gate"), "keyed", runs=runs, person_faults="deny:0.5", seed=seed)]
+    ).rows[0]
     assert (row.dups, row.missing, row.denied_ran) == (0, 0, 0)
 
 
 def _rows(bug, runs=1, **conditions):
     """The sound approval gate's row and the buggy one's, on a keyed tracker at depth 1."""
-    return [sweep([Config(TRIAGE, designs.get("approval-gate", bugs), "keyed", runs=runs, **conditions)],
-                  depth=1, collect=True) for bugs in ((), (bug,))]
+    return [
+        sweep(
+            [Config(TRIAGE, designs.get("approval-gate", bugs), "keyed", runs=runs, **conditions)],
+            depth=1,
+            collect=True,
+        )
+        for bugs in ((), (bug,))
+    ]
 
 
 @pytest.mark.parametrize("seed", [0, MIXED])
@@ -262,9 +287,17 @@ def test_deny_over_two_runs_catches_an_approval_id_reused(seed):
     assert {r.approvals for r in buggy.records[0]} == {3}
 
 
-OTHER_OPTIONS = [{}, {"person_faults": "wrong:0.5"}, {"person_faults": "adversarial"}, {"tool_faults": "k:2"},
-                 {"model": "fresh-ids"}, {"model": "fickle", "seed": MIXED}, {"tracker_fault": "crash"},
-                 {"tracker_fault": "ttl:2"}, {"tracker_fault": "strict-params"}]
+OTHER_OPTIONS = [
+    {},
+    {"person_faults": "wrong:0.5"},
+    {"person_faults": "adversarial"},
+    {"tool_faults": "k:2"},
+    {"model": "fresh-ids"},
+    {"model": "fickle", "seed": MIXED},
+    {"tracker_fault": "crash"},
+    {"tracker_fault": "ttl:2"},
+    {"tracker_fault": "strict-params"},
+]
 
 
 @pytest.mark.parametrize("runs", [1, 2])
@@ -283,10 +316,16 @@ def test_no_other_option_catches_an_approval_id_reused(conditions):
 
 # --- determinism: twice scenarios and the kill crash model --------------------------------------------
 
-@pytest.mark.parametrize("design,tracker,faults,runs", [
-    ("approval-gate", "keyed", "deny:0.5", 2), ("approval-gate", "keyless", "deny:0.5", 1),
-    ("loop", "keyless", "wrong:0.5", 1), ("markers", "keyed", "wrong:0.5", 1),
-])
+
+@pytest.mark.parametrize(
+    "design,tracker,faults,runs",
+    [
+        ("approval-gate", "keyed", "deny:0.5", 2),
+        ("approval-gate", "keyless", "deny:0.5", 1),
+        ("loop", "keyless", "wrong:0.5", 1),
+        ("markers", "keyed", "wrong:0.5", 1),
+    ],
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faults, runs):
     # As tests/agentcore/harness/test_sweep.py's test of the name: the person's draws, and its verdicts,
     # must come out the same from a noted state as in a full replay.
@@ -295,16 +334,37 @@ def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faul
         noted = run_chunk(cfg, Chunk(0, p, kind, label), 2).records[1:]
         for rec in noted:
             full = play(cfg, (p, rec.second_point), Options())
-            assert (rec.duplicates, rec.missing, rec.denied_ran, rec.asks, rec.avoidable, rec.approvals,
-                    rec.model_calls, rec.status) == (full.duplicates, full.missing, full.denied_ran, full.asks,
-                                                     full.avoidable, full.approvals, full.model_calls,
-                                                     full.status), (p, rec)
+            assert (
+                rec.duplicates,
+                rec.missing,
+                rec.denied_ran,
+                rec.asks,
+                rec.avoidable,
+                rec.approvals,
+                rec.model_calls,
+                rec.status,
+            ) == (
+                full.duplicates,
+                full.missing,
+                full.denied_ran,
+                full.asks,
+                full.avoidable,
+                full.approvals,
+                full.model_calls,
+                full.status,
+            ), (p, rec)
             assert len(full.crashes) == 2
 
 
 @pytest.mark.parametrize("design,bugs", [("approval-gate", ()), ("approval-gate", ("denied_still_runs",))])
 def test_kill_gives_the_records_of_panic_under_deny(design, bugs):
-    panic, killed = (sweep([Config(TRIAGE, designs.get(design, bugs), "keyless", person_faults="deny:0.5",
-                                   seed=MIXED, crash_model=m)], depth=1, collect=True) for m in ("panic", "kill"))
+    panic, killed = (
+        sweep(
+            [Config(TRIAGE, designs.get(design, bugs), "keyless", person_faults="deny:0.5", seed=MIXED, crash_model=m)],
+            depth=1,
+            collect=True,
+        )
+        for m in ("panic", "kill")
+    )
     assert killed.records == panic.records
     assert killed.rows[0].denied_ran == panic.rows[0].denied_ran

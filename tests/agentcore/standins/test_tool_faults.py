@@ -58,6 +58,7 @@ def caught(r):
 
 # --- the failure pattern ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("spec,fails", [("first", 1), ("k:1", 1), ("k:2", 2), ("k:5", 5), ("k:0", 0)])
 def test_the_first_n_attempts_of_each_changing_call_fail(spec, fails):
     server = ToolServer(Tracker("keyless"), TRIAGE, tool_failures(spec))
@@ -99,6 +100,7 @@ def test_attempts_outlive_a_crash_in_the_world():
 
 # --- a process gives up after MAX_ATTEMPTS tries; a new one finishes the job -------------------
 
+
 def test_a_call_gets_max_attempts_tries_in_one_process_the_fresh_one_included():
     assert play(config(faults=f"k:{MAX_ATTEMPTS - 1}"), ()).gave_up == 0
     assert play(config(faults=f"k:{MAX_ATTEMPTS}"), ()).gave_up == len(CHANGING)  # once each
@@ -118,8 +120,11 @@ def test_a_give_up_restart_is_a_new_process_with_a_run_id_of_its_own():
     # one that took over after call_4 of the first was given up on, and continues its run ID.
     p = play(config(faults=f"k:{MAX_ATTEMPTS}", runs=2), (), Options(timeline=True))
     starts = [e["text"] for e in p.timeline if e["kind"] == "start"]
-    assert starts[3:6] == ["resumed run run-1 at turn 2 (process 4)", "fresh run run-2.p4 (process 4)",
-                           "resumed run run-2.p4 at turn 1 (process 5)"]
+    assert starts[3:6] == [
+        "resumed run run-1 at turn 2 (process 4)",
+        "fresh run run-2.p4 (process 4)",
+        "resumed run run-2.p4 at turn 1 (process 5)",
+    ]
     assert len(starts) == 8
     assert (p.status, p.duplicates, p.missing, p.gave_up) == ("done", 0, 0, 2 * len(CHANGING))
 
@@ -168,6 +173,7 @@ def test_give_ups_are_stored_only_when_there_are_some():
 
 # --- the sweep: the correct loop is clean, the planted bug caught where it should be --------------
 
+
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_the_correct_loop_loses_and_doubles_nothing_and_finishes_every_scenario(n):
     res = sweep([config(faults=f"k:{n}")])
@@ -187,8 +193,10 @@ def test_skip_given_up_is_caught_when_a_call_fails_max_attempts_times(tracker, f
 @pytest.mark.parametrize("tracker", ["keyed", "keyless"])
 @pytest.mark.parametrize("faults", ["first", f"k:{MAX_ATTEMPTS - 1}"])
 def test_skip_given_up_is_invisible_while_a_call_fails_fewer_times(tracker, faults):
-    assert row(config("tool-fails+skip_given_up", tracker, faults)).values() == \
-        row(config("tool-fails", tracker, faults)).values()
+    assert (
+        row(config("tool-fails+skip_given_up", tracker, faults)).values()
+        == row(config("tool-fails", tracker, faults)).values()
+    )
 
 
 @pytest.mark.parametrize("design", ["loop", "approval-gate"])
@@ -215,21 +223,43 @@ def test_skip_given_up_under_a_crashing_tracker_loses_only_a_flaky_call_the_trac
 
 # --- determinism: twice scenarios from a noted state, the kill crash model ---------------------
 
-@pytest.mark.parametrize("design,tracker,faults,more", [
-    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS + 1}", {}), ("tool-fails", "keyless", f"k:{MAX_ATTEMPTS}", {}),
-    ("tool-fails", "keyed", "always", {}), ("tool-fails+skip_given_up", "keyed", f"k:{MAX_ATTEMPTS}", {}),
-    ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS}", {"runs": 2}),
-    # a tracker that can crash: its crashes start segments of the plan, the give-ups do not
-    ("tool-fails", "lookup", f"k:{MAX_ATTEMPTS}", {"tracker_fault": "crash"}),
-])
+
+@pytest.mark.parametrize(
+    "design,tracker,faults,more",
+    [
+        ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS + 1}", {}),
+        ("tool-fails", "keyless", f"k:{MAX_ATTEMPTS}", {}),
+        ("tool-fails", "keyed", "always", {}),
+        ("tool-fails+skip_given_up", "keyed", f"k:{MAX_ATTEMPTS}", {}),
+        ("tool-fails", "keyed", f"k:{MAX_ATTEMPTS}", {"runs": 2}),
+        # a tracker that can crash: its crashes start segments of the plan, the give-ups do not
+        ("tool-fails", "lookup", f"k:{MAX_ATTEMPTS}", {"tracker_fault": "crash"}),
+    ],
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, faults, more):
     cfg = config(design, tracker, faults, **more)
     for p, (kind, label) in enumerate(points(cfg), 1):
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2, collect=True).records[1:]:
             full = play(cfg, (p, rec.second_point), Options(timeline=True))
-            assert (rec.timeline, rec.effects, rec.duplicates, rec.missing, rec.gave_up, rec.asks, rec.model_calls,
-                    rec.status) == (full.timeline, full.effects, full.duplicates, full.missing, full.gave_up,
-                                    full.asks, full.model_calls, full.status), (p, rec.second_point)
+            assert (
+                rec.timeline,
+                rec.effects,
+                rec.duplicates,
+                rec.missing,
+                rec.gave_up,
+                rec.asks,
+                rec.model_calls,
+                rec.status,
+            ) == (
+                full.timeline,
+                full.effects,
+                full.duplicates,
+                full.missing,
+                full.gave_up,
+                full.asks,
+                full.model_calls,
+                full.status,
+            ), (p, rec.second_point)
 
 
 @pytest.mark.parametrize("tracker,faults", [("keyed", f"k:{MAX_ATTEMPTS + 1}"), ("keyless", "always")])
@@ -242,8 +272,24 @@ def test_kill_gives_the_records_of_panic_at_depth_1(tracker, faults):
 
 
 def test_the_command_line_shows_the_gave_up_column(capsys):
-    assert main(["sweep", "--design", "tool-fails", "--tracker", "keyed", "--tool-faults", f"k:{MAX_ATTEMPTS}",
-                 "--depth", "1", "--format", "csv"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--design",
+                "tool-fails",
+                "--tracker",
+                "keyed",
+                "--tool-faults",
+                f"k:{MAX_ATTEMPTS}",
+                "--depth",
+                "1",
+                "--format",
+                "csv",
+            ]
+        )
+        == 0
+    )
     r = next(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert int(r["gave_up"]) > 0 and int(r["missing"]) == 0
 
@@ -253,6 +299,7 @@ def test_a_queue_sweep_answered_truthfully_is_the_scripted_sweep_through_give_up
     # A pause resumes from the state its process started from: a process after a give-up started
     # within the crash plan's segment, and is played again from there with the answer.
     from tests.agentcore.harness.test_sweep import _comparable, _queue_sweep_answered_truthfully
+
     cfg = config(tracker="keyless", faults=f"k:{MAX_ATTEMPTS + 1}")
     scripted = sweep([cfg], depth=depth, collect=True).records[0]
     queued, _ = _queue_sweep_answered_truthfully(cfg, depth)

@@ -40,6 +40,7 @@ def row(cfg, depth=2):
 
 # --- ttl:N: keys forgotten after N requests -------------------------------------------------------
 
+
 def test_a_key_is_known_to_the_n_requests_after_the_one_that_stored_it():
     t = Tracker("keyed", "ttl:2")
     request(t)
@@ -99,6 +100,7 @@ def test_the_request_count_and_the_keys_ages_outlive_a_stored_durable_state():
 
 # --- strict-params: a known key with other arguments is refused -----------------------------------
 
+
 def test_a_known_key_with_other_arguments_is_refused_and_nothing_happens():
     t = Tracker("keyed", "strict-params")
     request(t)
@@ -156,8 +158,15 @@ def test_the_keys_arguments_and_the_refused_calls_outlive_a_stored_durable_state
         request(back, {"title": "u"})
 
 
-@pytest.mark.parametrize("fault,field,value", [("ttl:2", "requests", "many"), ("ttl:2", "stored", []),
-                                               ("strict-params", "params", None), ("strict-params", "refused", {})])
+@pytest.mark.parametrize(
+    "fault,field,value",
+    [
+        ("ttl:2", "requests", "many"),
+        ("ttl:2", "stored", []),
+        ("strict-params", "params", None),
+        ("strict-params", "refused", {}),
+    ],
+)
 def test_a_stored_state_whose_fault_records_are_corrupt_is_refused(fault, field, value):
     cfg = config(fault=fault)
     note = play(cfg, (3,), Options(notes=True)).restarts[0]
@@ -169,6 +178,7 @@ def test_a_stored_state_whose_fault_records_are_corrupt_is_refused(fault, field,
 
 
 # --- the loop meets a refusal ---------------------------------------------------------------------
+
 
 def _after_accept(cfg):
     """Crashed after the tracker accepted call_1, before its result was saved: the restart retries."""
@@ -235,6 +245,7 @@ def test_the_command_line_sweeps_with_ttl(capsys):
 
 # --- the planted bug: a retry that edits its arguments --------------------------------------------
 
+
 def test_retry_edits_args_is_caught_by_strict_params():
     buggy = row(config("loop+retry_edits_args", fault="strict-params"))
     assert (buggy.gave_up, buggy.dups, buggy.missing) == (360, 0, 0)
@@ -259,21 +270,48 @@ def test_reuse_run_id_sends_run_1_s_arguments_again_so_strict_params_answers_as_
 
 # --- twice scenarios from a noted state; kill ------------------------------------------------------
 
-@pytest.mark.parametrize("design,tracker,fault", [("loop", "keyed", "ttl:1"), ("loop", "lookup", "ttl:1"),
-                                                  ("tool-fails", "keyed", "ttl:2"),
-                                                  ("loop+retry_edits_args", "keyed", "strict-params")])
+
+@pytest.mark.parametrize(
+    "design,tracker,fault",
+    [
+        ("loop", "keyed", "ttl:1"),
+        ("loop", "lookup", "ttl:1"),
+        ("tool-fails", "keyed", "ttl:2"),
+        ("loop+retry_edits_args", "keyed", "strict-params"),
+    ],
+)
 def test_twice_scenarios_equal_a_full_replay_crashed_twice(design, tracker, fault):
     cfg = config(design, tracker, fault)
     for p, (kind, label) in enumerate(points(cfg), 1):
         for rec in run_chunk(cfg, Chunk(0, p, kind, label), 2, collect=True).records[1:]:
             full = play(cfg, (p, rec.second_point), Options(timeline=True))
-            assert (rec.timeline, rec.effects, rec.duplicates, rec.missing, rec.gave_up, rec.model_calls,
-                    rec.status) == (full.timeline, full.effects, full.duplicates, full.missing, full.gave_up,
-                                    full.model_calls, full.status), (p, rec.second_point)
+            assert (
+                rec.timeline,
+                rec.effects,
+                rec.duplicates,
+                rec.missing,
+                rec.gave_up,
+                rec.model_calls,
+                rec.status,
+            ) == (
+                full.timeline,
+                full.effects,
+                full.duplicates,
+                full.missing,
+                full.gave_up,
+                full.model_calls,
+                full.status,
+            ), (p, rec.second_point)
 
 
-@pytest.mark.parametrize("design,tracker,fault", [("tool-fails", "keyed", "ttl:1"), ("tool-fails", "lookup", "ttl:1"),
-                                                  ("loop+retry_edits_args", "keyed", "strict-params")])
+@pytest.mark.parametrize(
+    "design,tracker,fault",
+    [
+        ("tool-fails", "keyed", "ttl:1"),
+        ("tool-fails", "lookup", "ttl:1"),
+        ("loop+retry_edits_args", "keyed", "strict-params"),
+    ],
+)
 def test_kill_gives_the_records_of_panic_at_depth_1(design, tracker, fault):
     # The tracker, its request count and its refusals live in the parent (agentcore.harness.kill).
     panic, killed = (config(design, tracker, fault, crash_model=m) for m in ("panic", "kill"))

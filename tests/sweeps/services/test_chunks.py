@@ -12,15 +12,7 @@ from sweeps import configs as sweep_configs
 from sweeps import limits, schema
 from sweeps.models import Chunk, Scenario, Sweep
 from sweeps.services import chunks
-from tests.sweeps._web import (
-    ONCE_PER_TURN,
-    POWER_CUT,
-    WORLD,
-    chunk_ids,
-    create,
-    record_conditions,
-    run_all,
-)
+from tests.sweeps._web import ONCE_PER_TURN, POWER_CUT, WORLD, chunk_ids, create, record_conditions, run_all
 
 pytestmark = pytest.mark.django_db
 
@@ -39,11 +31,20 @@ def test_chunks_are_played_in_the_sweep_s_world(monkeypatch):
     assert played == [sweep_configs.Conditions(**WORLD)] * 2
 
 
-@pytest.mark.parametrize(("said", "stored"), [({"avoidable": True}, True), ({"avoidable": False}, False),
-                                             ({}, False), ({"avoidable": "yes"}, False)])
+@pytest.mark.parametrize(
+    ("said", "stored"),
+    [({"avoidable": True}, True), ({"avoidable": False}, False), ({}, False), ({"avoidable": "yes"}, False)],
+)
 def test_a_question_is_stored_avoidable_only_when_agentcore_says_so(said, stored):
-    question = {"id": "0:call_1#1", "run": 0, "call": {"id": "call_1", "tool": "create_issue", "args": {}},
-                "key": "k", "tried": "lookup: not found", "truth": False, **said}
+    question = {
+        "id": "0:call_1#1",
+        "run": 0,
+        "call": {"id": "call_1", "tool": "create_issue", "args": {}},
+        "key": "k",
+        "tried": "lookup: not found",
+        "truth": False,
+        **said,
+    }
     assert chunks.new_question(1, 2, question, {"tracker": {"effects": []}}).avoidable is stored
 
 
@@ -65,6 +66,7 @@ def _scenario_inserts(queries):
 def test_a_task_s_chunks_are_stored_together():
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+
     sweep = create(depth=2)
     ids = chunk_ids(sweep)[:3]
     with CaptureQueriesContext(connection) as ctx:
@@ -78,6 +80,7 @@ def test_a_task_s_chunks_are_stored_together():
 def test_a_redelivered_task_runs_its_chunks_one_at_a_time():
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+
     sweep = create(depth=2)
     ids = chunk_ids(sweep)[:3]
     Chunk.objects.filter(pk=ids[1]).update(attempts=1)  # started before by a worker that died
@@ -103,7 +106,10 @@ def test_a_chunk_that_raises_keeps_the_chunks_before_it_and_is_the_one_named(mon
     with pytest.raises(RuntimeError, match="poisoned"):
         chunks.chunks_run(chunk_ids=ids)
     assert list(Chunk.objects.filter(pk__in=ids).order_by("pk").values_list("stored", flat=True)) == [
-        True, False, False]
+        True,
+        False,
+        False,
+    ]
     chunks.chunks_failed(chunk_ids=ids, error="RuntimeError: poisoned")  # what the task's failure handler does
     sweep.refresh_from_db()
     assert sweep.status == Sweep.Status.FAILED and f"chunk {bad.pk} " in sweep.error
@@ -117,11 +123,18 @@ def test_chunks_are_stored_as_agentcore_records():
     fields = schema.RECORD_FIELDS
     # A once scenario's second point, kind and label are stored as 0, "" and "" (not NULL), as are
     # the third point's of every scenario below depth 3.
-    blank = {"second_point": 0, "second_kind": "", "second_label": "", "third_point": 0, "third_kind": "",
-             "third_label": ""}
+    blank = {
+        "second_point": 0,
+        "second_kind": "",
+        "second_label": "",
+        "third_point": 0,
+        "third_kind": "",
+        "third_label": "",
+    }
     assert [tuple(getattr(s, f) for f in fields) for s in stored] == [
         tuple(blank[f] if f in blank and getattr(r, f) is None else getattr(r, f) for f in fields)
-        for r in result.records[0]]
+        for r in result.records[0]
+    ]
 
 
 def test_the_insert_writes_every_column_of_a_scenario():
@@ -141,13 +154,16 @@ def test_a_chunk_started_too_often_fails_its_sweep():
 
 def stored_records(sweep):
     """The sweep's rows as agentcore records (their fields as stored, read back), in the CLI's order."""
-    return [schema.row_record(schema.instance_values(s))
-            for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)]
+    return [
+        schema.row_record(schema.instance_values(s))
+        for s in Scenario.objects.filter(sweep=sweep).order_by(*schema.SCENARIO_ORDER)
+    ]
 
 
 def agentcore_records(configs, depth):
-    cfgs = [agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"])
-            for c in configs]
+    cfgs = [
+        agentsweep.Config(jobs.load("triage"), designs.get(c["design"]), c["tracker"], name=c["name"]) for c in configs
+    ]
     return agentsweep.sweep(cfgs, depth=depth)
 
 
@@ -156,7 +172,8 @@ def test_a_depth_3_sweep_stores_agentcore_s_records_with_their_third_points():
     result = agentcore_records(ONCE_PER_TURN, 3)
     assert sweep.status == Sweep.Status.DONE
     assert [r.to_dict() for r in stored_records(sweep)] == [
-        dataclasses.replace(r, timeline=None, effects=None).to_dict() for r in result.records[0]]
+        dataclasses.replace(r, timeline=None, effects=None).to_dict() for r in result.records[0]
+    ]
     assert sweep.table == [r.to_dict() for r in result.rows] and sweep.table[0]["thrice"] > 0
 
 

@@ -7,11 +7,7 @@ import pytest
 from sweeps import selectors
 from sweeps.models import Chunk, Sweep
 from sweeps.services import chunks, lifecycle
-from tests.sweeps._web import (
-    chunk_ids,
-    create,
-    run_all,
-)
+from tests.sweeps._web import chunk_ids, create, run_all
 
 pytestmark = pytest.mark.django_db
 

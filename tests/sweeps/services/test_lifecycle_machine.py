@@ -102,7 +102,7 @@ class SweepLife(RuleBasedStateMachine):
         """A worker's task runs chunks: the next unstored ones of a sweep from the picked one on (a
         stored one, a cancelled or deleted sweep's, is a redelivery: it stores nothing)."""
         first = i % len(self.chunk_ids)
-        for pk in self.chunk_ids[first:first + times]:
+        for pk in self.chunk_ids[first : first + times]:
             chunks.chunk_run(chunk_id=pk)
 
     @precondition(lambda self: self.live)
@@ -117,12 +117,17 @@ class SweepLife(RuleBasedStateMachine):
     def worker_lost(self, i: int) -> None:
         """A worker took an unstored chunk (an attempt counted, its lease taken) and died; its lease
         lapses and the watchdog's lease rule queues the chunk again, its lease ended."""
-        pk = (Chunk.objects.filter(sweep_id=self._pick(self.live, i), stored=False)
-              .exclude(sweep__status=Sweep.Status.CANCELLED).values_list("pk", flat=True).first())
+        pk = (
+            Chunk.objects.filter(sweep_id=self._pick(self.live, i), stored=False)
+            .exclude(sweep__status=Sweep.Status.CANCELLED)
+            .values_list("pk", flat=True)
+            .first()
+        )
         if pk is None:
             return
-        Chunk.objects.filter(pk=pk).update(attempts=F("attempts") + 1, holder=LOST_HOLDER,
-                                           lease_until=timezone.now() - timedelta(minutes=1))
+        Chunk.objects.filter(pk=pk).update(
+            attempts=F("attempts") + 1, holder=LOST_HOLDER, lease_until=timezone.now() - timedelta(minutes=1)
+        )
         watchdog.chunks_requeue_lapsed()
         chunk = Chunk.objects.select_related("sweep").get(pk=pk)
         if chunk.sweep.status == Sweep.Status.RUNNING:
@@ -164,8 +169,12 @@ class SweepLife(RuleBasedStateMachine):
     @rule(i=PICK)
     def resume_question(self, i: int) -> None:
         """An answered question's task runs (or runs again: a redelivery resumes nothing)."""
-        ids = list(Question.objects.filter(sweep_id__in=self.live).exclude(status=Question.Status.OPEN)
-                   .order_by("pk").values_list("pk", flat=True))
+        ids = list(
+            Question.objects.filter(sweep_id__in=self.live)
+            .exclude(status=Question.Status.OPEN)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
         if ids:
             questions.question_resume(question_id=self._pick(ids, i))
 
@@ -173,9 +182,12 @@ class SweepLife(RuleBasedStateMachine):
     @rule(i=PICK)
     def delete(self, i: int) -> None:
         pk = self._pick(self.live, i)
-        held = {"sweeps": 1, "chunks": Chunk.objects.filter(sweep_id=pk).count(),
-                "scenarios": Scenario.objects.filter(sweep_id=pk).count(),
-                "questions": Question.objects.filter(sweep_id=pk).count()}
+        held = {
+            "sweeps": 1,
+            "chunks": Chunk.objects.filter(sweep_id=pk).count(),
+            "scenarios": Scenario.objects.filter(sweep_id=pk).count(),
+            "questions": Question.objects.filter(sweep_id=pk).count(),
+        }
         assert lifecycle.sweep_delete(sweep_id=pk) == held
         assert lifecycle.sweep_delete(sweep_id=pk) == dict.fromkeys(held, 0)  # a second click removes nothing
         self.live.remove(pk)
@@ -221,8 +233,11 @@ class SweepLife(RuleBasedStateMachine):
     @invariant()
     def counts_go_down_only_by_delete(self) -> None:
         for pk in self.live:
-            now = (Chunk.objects.filter(sweep_id=pk, stored=True).count(), Scenario.objects.filter(sweep_id=pk).count(),
-                   Question.objects.filter(sweep_id=pk).count())
+            now = (
+                Chunk.objects.filter(sweep_id=pk, stored=True).count(),
+                Scenario.objects.filter(sweep_id=pk).count(),
+                Question.objects.filter(sweep_id=pk).count(),
+            )
             before = self.counts.get(pk, (0, 0, 0))
             assert all(n >= b for n, b in zip(now, before, strict=True)), (pk, before, now)
             self.counts[pk] = now
@@ -239,6 +254,14 @@ def test_a_sweep_s_life_keeps_its_edges_and_its_rows(monkeypatch):
     record_enqueued(monkeypatch)
     SweepLife.taken = watch_takes(monkeypatch)
     SweepLife.user = get_user_model().objects.create_user("ann", password="pw-for-tests")
-    run_state_machine_as_test(SweepLife, settings=settings(
-        max_examples=25, stateful_step_count=12, deadline=None, database=None, print_blob=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
+    run_state_machine_as_test(
+        SweepLife,
+        settings=settings(
+            max_examples=25,
+            stateful_step_count=12,
+            deadline=None,
+            database=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        ),
+    )

@@ -13,12 +13,7 @@ from sweeps import configs as sweep_configs
 from sweeps import tasks
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, questions
-from tests.sweeps._web import (
-    LOOP_KEYLESS,
-    create,
-    run_stored_chunks,
-    waiting_sweep,
-)
+from tests.sweeps._web import LOOP_KEYLESS, create, run_stored_chunks, waiting_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +24,8 @@ def test_waiting_scenarios_get_questions_with_the_truth():
     questions = list(Question.objects.filter(sweep=sweep))
     assert questions and all(q.status == Question.Status.OPEN for q in questions)
     assert {q.scenario_id for q in questions} == set(
-        Scenario.objects.filter(sweep=sweep, status=Scenario.Status.WAITING).values_list("pk", flat=True))
+        Scenario.objects.filter(sweep=sweep, status=Scenario.Status.WAITING).values_list("pk", flat=True)
+    )
     for q in questions:
         origins = [e["origin"] for e in q.scenario.effects]  # the tracker's records when it asked
         assert q.truth == ([int(q.qid.split(":")[0]), q.call["id"]] in origins)
@@ -100,15 +96,19 @@ def test_a_resume_makes_the_chunk_of_the_restart_points_it_reached_once(user):
     assert questions.question_resume(question_id=q.pk) is True
     assert questions.question_resume(question_id=q.pk) is False  # a redelivered resume makes nothing
     later = Chunk.objects.get(sweep=sweep, second_from__gt=0)
-    swept = Scenario.objects.filter(sweep=sweep, config=0, first_point=q.scenario.first_point,
-                                    second_point__gt=0).count()
+    swept = Scenario.objects.filter(
+        sweep=sweep, config=0, first_point=q.scenario.first_point, second_point__gt=0
+    ).count()
     assert (later.first_point, later.second_from, later.stored) == (q.scenario.first_point, swept + 1, False)
     sweep.refresh_from_db()
     assert sweep.total_chunks == planned + 1 == Chunk.objects.filter(sweep=sweep).count()
     assert sweep.status == Sweep.Status.RUNNING  # not done, nor waiting, while the chunk is not stored
     chunks.chunk_run(chunk_id=later.pk)
-    assert list(Scenario.objects.filter(sweep=sweep, first_point=later.first_point, second_point__gt=swept)
-                .values_list("second_point", flat=True)) == list(range(later.second_from, later.second_to + 1))
+    assert list(
+        Scenario.objects.filter(sweep=sweep, first_point=later.first_point, second_point__gt=swept).values_list(
+            "second_point", flat=True
+        )
+    ) == list(range(later.second_from, later.second_to + 1))
 
 
 def test_a_queue_sweep_answered_truthfully_stores_the_scripted_sweep_s_records(user):
@@ -120,9 +120,29 @@ def test_a_queue_sweep_answered_truthfully_stores_the_scripted_sweep_s_records(u
     assert sweep.status == Sweep.Status.DONE
     cfg = sweep_configs.agent_config(sweep, 0)
     scripted = agentsweep.sweep([dataclasses.replace(cfg, person="scripted")], depth=2)
-    fields = ("first_point", "second_point", "duplicates", "missing", "asks", "approvals", "model_calls",
-              "calls_plus", "status")
+    fields = (
+        "first_point",
+        "second_point",
+        "duplicates",
+        "missing",
+        "asks",
+        "approvals",
+        "model_calls",
+        "calls_plus",
+        "status",
+    )
     assert list(Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values_list(*fields)) == [
-        (r.first_point, r.second_point or 0, r.duplicates, r.missing, r.asks, r.approvals, r.model_calls, r.calls_plus,
-         r.status) for r in scripted.records[0]]
+        (
+            r.first_point,
+            r.second_point or 0,
+            r.duplicates,
+            r.missing,
+            r.asks,
+            r.approvals,
+            r.model_calls,
+            r.calls_plus,
+            r.status,
+        )
+        for r in scripted.records[0]
+    ]
     assert sweep.table == [r.to_dict() for r in scripted.rows]

@@ -6,10 +6,7 @@ import pytest
 
 from sweeps.models import Sweep
 from sweeps.services import chunks, recovery
-from tests.sweeps._web import (
-    chunk_ids,
-    create,
-)
+from tests.sweeps._web import chunk_ids, create
 from tests.sweeps._web import sent_chunk_ids as sent_chunks
 
 pytestmark = pytest.mark.django_db

@@ -12,14 +12,7 @@ from agentcore import CheckpointError, designs, jobs
 from sweeps import configs as sweep_configs
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, questions, timelines
-from tests.sweeps._web import (
-    LOOP_KEYLESS,
-    ONCE_PER_TURN,
-    create,
-    run_all,
-    run_stored_chunks,
-    waiting_sweep,
-)
+from tests.sweeps._web import LOOP_KEYLESS, ONCE_PER_TURN, create, run_all, run_stored_chunks, waiting_sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -35,8 +28,11 @@ def test_a_twice_scenario_past_an_answer_replays_its_timeline_through_the_answer
     sc = Scenario.objects.get(sweep=sweep, first_point=later.first_point, second_point=later.second_to)
     assert sc.status == Scenario.Status.DONE and sc.timeline is None  # replayed on demand
     timeline = timelines.scenario_timeline(scenario_id=sc.pk)
-    scripted = agentsweep.play(dataclasses.replace(sweep_configs.agent_config(sweep, 0), person="scripted"),
-                               (sc.first_point, sc.second_point), agentsweep.Options(timeline=True))
+    scripted = agentsweep.play(
+        dataclasses.replace(sweep_configs.agent_config(sweep, 0), person="scripted"),
+        (sc.first_point, sc.second_point),
+        agentsweep.Options(timeline=True),
+    )
     assert [e for e in timeline if e["kind"] not in ("question", "answer")] == scripted.timeline
     sc.refresh_from_db()
     assert sc.effects == scripted.effects
@@ -70,7 +66,10 @@ def test_a_thrice_scenario_s_timeline_is_replayed_as_agentcore_keeps_it():
     sc = Scenario.objects.filter(sweep=sweep, third_point__gt=0, duplicates__gt=0).order_by("pk").first()
     cfg = agentsweep.Config(jobs.load("triage"), designs.get("once-per-turn"), "keyed")
     chunk = agentsweep.Chunk(0, sc.first_point, sc.first_kind, sc.first_label)
-    kept = [r for r in agentsweep.run_chunk(cfg, chunk, 3, collect=True, merge=False).records
-            if (r.second_point, r.third_point) == (sc.second_point, sc.third_point)]
+    kept = [
+        r
+        for r in agentsweep.run_chunk(cfg, chunk, 3, collect=True, merge=False).records
+        if (r.second_point, r.third_point) == (sc.second_point, sc.third_point)
+    ]
     assert timelines.scenario_timeline(scenario_id=sc.pk) == kept[0].timeline
     assert sum(e["kind"] == "crash" for e in kept[0].timeline) == 3

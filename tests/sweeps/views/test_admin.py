@@ -6,9 +6,7 @@ import pytest
 from django.urls import reverse
 
 from sweeps.models import Sweep
-from tests.sweeps._web import (
-    text,
-)
+from tests.sweeps._web import text
 
 pytestmark = pytest.mark.django_db
 

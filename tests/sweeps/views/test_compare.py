@@ -14,10 +14,7 @@ from agentcore.records import COLUMNS
 from sweeps import exports
 from sweeps.models import Sweep
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    CONFIG_0,
-    text,
-)
+from tests.sweeps._web import CONFIG_0, text
 
 pytestmark = pytest.mark.django_db
 
@@ -97,20 +94,27 @@ def test_compare_shows_each_sweep_s_conditions(client, sweep, other_sweep):
     Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="power-cut", fsync=False)
     page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     assert re.findall(r'<span class="conditions">(.*?)</span>', page) == [
-        "crash model: panic, fsync on", "crash model: power-cut, fsync off"]
+        "crash model: panic, fsync on",
+        "crash model: power-cut, fsync off",
+    ]
 
 
 def test_compare_says_when_the_world_differs(client, sweep, other_sweep):
-    Sweep.objects.filter(pk=other_sweep.pk).update(tracker_fault="ttl:5", tool_faults="k:3",
-                                                   person_faults="deny:0.5", model="fresh-ids", seed=2)
+    Sweep.objects.filter(pk=other_sweep.pk).update(
+        tracker_fault="ttl:5", tool_faults="k:3", person_faults="deny:0.5", model="fresh-ids", seed=2
+    )
     page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     assert re.findall(r'<p class="setup-differs">(.*?)</p>', page) == [
-        "Different tracker fault: none in A, ttl:5 in B.", "Different tool faults: first in A, k:3 in B.",
-        "Different person faults: truthful in A, deny:0.5 in B.", "Different model: fixed in A, fresh-ids in B.",
-        "Different seed: 0 in A, 2 in B."]
+        "Different tracker fault: none in A, ttl:5 in B.",
+        "Different tool faults: first in A, k:3 in B.",
+        "Different person faults: truthful in A, deny:0.5 in B.",
+        "Different model: fixed in A, fresh-ids in B.",
+        "Different seed: 0 in A, 2 in B.",
+    ]
     assert re.findall(r'<span class="conditions">(.*?)</span>', page)[1] == (
         "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: k:3, person: deny:0.5, model: fresh-ids, "
-        "seed: 2")
+        "seed: 2"
+    )
 
 
 def test_compare_says_when_the_conditions_differ(client, sweep, other_sweep):
@@ -118,8 +122,10 @@ def test_compare_says_when_the_conditions_differ(client, sweep, other_sweep):
     Sweep.objects.filter(pk=other_sweep.pk).update(crash_model="power-cut", fsync=False, tracker_fault="crash")
     page = text(compare(client, f"?a={sweep.pk}&b={other_sweep.pk}"))
     assert re.findall(r'<p class="setup-differs">(.*?)</p>', page) == [
-        "Different crash model: panic in A, power-cut in B.", "Different fsync: on in A, off in B.",
-        "Different tracker fault: none in A, crash in B."]
+        "Different crash model: panic in A, power-cut in B.",
+        "Different fsync: on in A, off in B.",
+        "Different tracker fault: none in A, crash in B.",
+    ]
 
 
 def test_compare_export_carries_each_sweep_s_conditions(auth, sweep, other_sweep):
@@ -139,8 +145,9 @@ def test_compare_unknown_sweep_is_404(client, sweep):
 
 
 def test_sweep_nav_links_to_compare(client, sweep):
-    assert f'href="{reverse("sweeps:compare")}?a={sweep.pk}"' in text(client.get(reverse("sweeps:detail",
-                                                                                         args=[sweep.pk])))
+    assert f'href="{reverse("sweeps:compare")}?a={sweep.pk}"' in text(
+        client.get(reverse("sweeps:detail", args=[sweep.pk]))
+    )
 
 
 def test_compare_export_needs_login_even_where_reading_is_public(anon, sweep, other_sweep, settings):
@@ -158,7 +165,12 @@ def test_compare_export_is_the_difference_as_csv(auth, sweep, other_sweep):
     by_name = {line["configuration"]: line for line in lines}
     changed = by_name[exports.spreadsheet_cell(sweep.configs[1]["name"])]
     assert (changed["in"], changed["changed"], changed["dups_a"], changed["dups_b"], changed["dups_diff"]) == (
-        "both", "yes", "1", "3", "2")
+        "both",
+        "yes",
+        "1",
+        "3",
+        "2",
+    )
     assert by_name[exports.spreadsheet_cell(sweep.configs[2]["name"])]["in"] == "a only" and len(lines) == 4
 
 

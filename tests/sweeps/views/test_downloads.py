@@ -14,18 +14,17 @@ from sweeps import exports, selectors
 from sweeps.configs import Conditions
 from sweeps.models import Scenario, Sweep
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    exported,
-    text,
-)
+from tests.sweeps._web import exported, text
 
 pytestmark = pytest.mark.django_db
 
 
 def test_export_needs_login_even_where_reading_is_public(anon, sweep, settings):
     settings.SWEEPSITE_PUBLIC_READ = True
-    for url in (reverse("sweeps:export_table", args=[sweep.pk, "csv"]),
-                reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"])):
+    for url in (
+        reverse("sweeps:export_table", args=[sweep.pk, "csv"]),
+        reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]),
+    ):
         r = anon.get(url)
         assert r.status_code == 302 and r["Location"].startswith(reverse("login"))
 
@@ -46,11 +45,13 @@ def test_export_table_markdown_is_agentcore_s_after_the_conditions_line(auth, sw
 
 
 def test_export_table_csv_carries_the_sweep_s_conditions(auth, sweep):
-    Sweep.objects.filter(pk=sweep.pk).update(status=Sweep.Status.DONE, crash_model="kill", fsync=False,
-                                             tracker_fault="crash")
+    Sweep.objects.filter(pk=sweep.pk).update(
+        status=Sweep.Status.DONE, crash_model="kill", fsync=False, tracker_fault="crash"
+    )
     rows = list(csv.DictReader(io.StringIO(text(auth.get(reverse("sweeps:export_table", args=[sweep.pk, "csv"]))))))
     assert len(rows) == 3 and {(r["crash_model"], r["fsync"], r["tracker_fault"]) for r in rows} == {
-        ("kill", "off", "crash")}
+        ("kill", "off", "crash")
+    }
 
 
 def test_export_table_json_carries_the_sweep_s_conditions(auth, sweep):
@@ -64,7 +65,8 @@ def test_export_scenarios_carry_the_sweep_s_conditions(auth, sweep):
     r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]))
     lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
     assert len(lines) == 5 and {(x["crash_model"], x["fsync"], x["tracker_fault"]) for x in lines} == {
-        ("power-cut", "off", "none")}
+        ("power-cut", "off", "none")
+    }
 
 
 def test_export_scenarios_csv_of_a_corrupt_scenario_says_so(auth, sweep):
@@ -101,7 +103,9 @@ def test_export_scenarios_jsonl_with_filters(auth, sweep):
     r = exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "jsonl"]) + "?has_dups=yes")
     lines = [json.loads(line) for line in b"".join(r.streaming_content).decode().splitlines()]
     assert [(x["config"], x["first_point"], x["second_point"], x["duplicates"]) for x in lines] == [
-        (0, 1, 1, 2), (1, 1, None, 1)]
+        (0, 1, 1, 2),
+        (1, 1, None, 1),
+    ]
 
 
 def test_export_unknown_format_is_404(auth, sweep):
@@ -122,12 +126,20 @@ def test_a_depth_3_sweep_s_scenario_exports_carry_the_third_point(auth, deep):
     rows = list(csv.DictReader(io.StringIO(b"".join(exported(auth, url).streaming_content).decode())))
     assert list(rows[0])[-14:-11] == ["third_point", "third_kind", "third_label"]
     assert [(r["second_point"], r["third_point"], r["third_label"]) for r in rows] == [
-        ("", "", ""), ("1", "", ""), ("1", "1", "tool-returned r1"), ("1", "2", "result-saved r2"), ("2", "", ""),
-        ("2", "1", "reply-arrived r1")]
+        ("", "", ""),
+        ("1", "", ""),
+        ("1", "1", "tool-returned r1"),
+        ("1", "2", "result-saved r2"),
+        ("2", "", ""),
+        ("2", "1", "reply-arrived r1"),
+    ]
     url = reverse("sweeps:export_scenarios", args=[deep.pk, "jsonl"]) + "?thrice=yes"
     lines = [json.loads(line) for line in b"".join(exported(auth, url).streaming_content).decode().splitlines()]
     assert [(d["third_point"], d["third_kind"]) for d in lines] == [
-        (1, "tool-returned"), (2, "result-saved"), (1, "reply-arrived")]
+        (1, "tool-returned"),
+        (2, "result-saved"),
+        (1, "reply-arrived"),
+    ]
 
 
 def test_a_depth_3_sweep_s_table_export_is_agentcore_s_with_thrice(auth, deep):

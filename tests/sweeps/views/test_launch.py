@@ -19,12 +19,7 @@ from sweeps.configs import Conditions, builtin_job_source, conditions_of
 from sweeps.models import Chunk, Sweep
 from sweeps.services import launch
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    REFUSED_SECONDS,
-    launch_data,
-    text,
-    timed,
-)
+from tests.sweeps._web import REFUSED_SECONDS, launch_data, text, timed
 
 pytestmark = pytest.mark.django_db
 
@@ -61,8 +56,10 @@ def test_the_sweep_page_counts_configurations_in_good_english(client, configs, s
 
 
 def test_launch_form_carries_a_fresh_request_token(auth):
-    tokens = [re.search(r'name="request_token" value="([0-9a-f]{32})"', text(auth.get(reverse("sweeps:list"))))
-              .group(1) for _ in range(2)]
+    tokens = [
+        re.search(r'name="request_token" value="([0-9a-f]{32})"', text(auth.get(reverse("sweeps:list")))).group(1)
+        for _ in range(2)
+    ]
     assert tokens[0] != tokens[1]
 
 
@@ -90,32 +87,60 @@ def test_launch_audit_preset_sweeps_every_design_with_every_tracker_mode_in_the_
     r = auth.post(reverse("sweeps:launch"), launch_data(preset="audit", runs="2", depth="1", model="fresh-ids"))
     sweep = Sweep.objects.get()
     assert r.status_code == 302 and sweep.runs == 2 and sweep.model == "fresh-ids"
-    assert [(c["design"], c["tracker"]) for c in sweep.configs] == [
-        (d, t) for d in DESIGNS for t in MODES]
+    assert [(c["design"], c["tracker"]) for c in sweep.configs] == [(d, t) for d in DESIGNS for t in MODES]
     assert sweep.configs[0]["name"] == "save once per turn"  # the chapter's names where it has them
 
 
 def test_launch_stores_the_conditions_chosen(auth):
-    auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"], trackers=["keyed"], depth="1",
-                                                    crash_model="power-cut", fsync="off", tracker_fault="crash"))
+    auth.post(
+        reverse("sweeps:launch"),
+        launch_data(
+            preset="custom",
+            designs=["loop"],
+            trackers=["keyed"],
+            depth="1",
+            crash_model="power-cut",
+            fsync="off",
+            tracker_fault="crash",
+        ),
+    )
     sweep = Sweep.objects.get()
     assert (sweep.crash_model, sweep.fsync, sweep.tracker_fault) == ("power-cut", False, "crash")
 
 
 def test_launch_stores_the_world_chosen(auth):
-    r = auth.post(reverse("sweeps:launch"), launch_data(
-        preset="custom", designs=["loop"], trackers=["keyed"], depth="1", tracker_fault="ttl:5", tool_faults="k:2",
-        person_faults="deny:0.5", model="fickle", seed="7"))
+    r = auth.post(
+        reverse("sweeps:launch"),
+        launch_data(
+            preset="custom",
+            designs=["loop"],
+            trackers=["keyed"],
+            depth="1",
+            tracker_fault="ttl:5",
+            tool_faults="k:2",
+            person_faults="deny:0.5",
+            model="fickle",
+            seed="7",
+        ),
+    )
     sweep = Sweep.objects.get()
-    assert r.status_code == 302 and conditions_of(sweep) == Conditions("panic", True, "ttl:5", "k:2", "deny:0.5",
-                                                                       "fickle", 7)
+    assert r.status_code == 302 and conditions_of(sweep) == Conditions(
+        "panic", True, "ttl:5", "k:2", "deny:0.5", "fickle", 7
+    )
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [
-    ("tracker_fault", "ttl:0", "tracker fault &#x27;ttl:0&#x27;: N must be a whole number from 1 to 10000"),
-    ("person_faults", "liar", "unknown person &#x27;liar&#x27; (choose from truthful, deny:P, wrong:P, adversarial)"),
-    ("seed", "-2", "Ensure this value is greater than or equal to 0."),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("tracker_fault", "ttl:0", "tracker fault &#x27;ttl:0&#x27;: N must be a whole number from 1 to 10000"),
+        (
+            "person_faults",
+            "liar",
+            "unknown person &#x27;liar&#x27; (choose from truthful, deny:P, wrong:P, adversarial)",
+        ),
+        ("seed", "-2", "Ensure this value is greater than or equal to 0."),
+    ],
+)
 def test_launch_with_a_bad_world_says_why_by_the_field_and_stores_nothing(auth, field, value, message):
     r = auth.post(reverse("sweeps:launch"), launch_data(**{field: value}))
     assert r.status_code == 400 and Sweep.objects.count() == 0
@@ -134,8 +159,12 @@ def test_launch_form_offers_the_conditions_with_their_defaults_selected(auth):
 def test_launch_form_has_a_world_section_at_agentcore_s_defaults_with_help(auth):
     page = text(auth.get(reverse("sweeps:list")))
     world = re.search(r'<fieldset id="world"><legend>World</legend>(.*?)</fieldset>', page, re.S).group(1)
-    for name, value in (("tracker_fault", "none"), ("tool_faults", "first"), ("person_faults", "truthful"),
-                        ("seed", "0")):
+    for name, value in (
+        ("tracker_fault", "none"),
+        ("tool_faults", "first"),
+        ("person_faults", "truthful"),
+        ("seed", "0"),
+    ):
         field = re.search(rf'<input [^>]*name="{name}"[^>]*>', world).group(0)
         assert f'value="{value}"' in field and f'aria-describedby="id_{name}_helptext"' in field
     assert re.search(r'<option value="fixed" selected>', world) and '<option value="fickle">' in world
@@ -153,11 +182,16 @@ def test_launch_twice_with_one_token_makes_one_sweep(auth):
 
 
 def test_launch_custom_designs_times_trackers(auth):
-    auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["keys", "loop"],
-                                                    trackers=["keyed", "keyless", "lookup"], depth="1", runs="2"))
+    auth.post(
+        reverse("sweeps:launch"),
+        launch_data(
+            preset="custom", designs=["keys", "loop"], trackers=["keyed", "keyless", "lookup"], depth="1", runs="2"
+        ),
+    )
     sweep = Sweep.objects.get()
     assert [(c["design"], c["tracker"]) for c in sweep.configs] == [
-        (d, t) for d in ("keys", "loop") for t in ("keyed", "keyless", "lookup")]
+        (d, t) for d in ("keys", "loop") for t in ("keyed", "keyless", "lookup")
+    ]
     assert (sweep.depth, sweep.runs) == (1, 2)
 
 
@@ -176,18 +210,28 @@ def test_launch_of_the_built_in_job_with_a_file_chosen_is_refused(auth):
     assert Sweep.objects.count() == 0
 
 
-@pytest.mark.parametrize("changes", [
-    {"job": "upload", "job_file": SimpleUploadedFile("j.json", b"{not json")},
-    {"job": "upload", "job_file": SimpleUploadedFile("j.json", b'{"name": "x", "tools": {}, "turns": []}')},
-    {"job": "upload"},
-    {"job": "nope"},
-    {"preset": "custom", "designs": [], "trackers": ["keyed"]},
-    {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
-    {"runs": "0"}, {"runs": "11"}, {"runs": "x"}, {"depth": "4"}, {"depth": "3", "person": "queue"},
-    {"person": "robot"},
-    {"crash_model": "earthquake"}, {"fsync": "maybe"}, {"tracker_fault": "flaky"},
-    {"request_token": "not-a-uuid"},
-], ids=lambda c: ",".join(c))
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"job": "upload", "job_file": SimpleUploadedFile("j.json", b"{not json")},
+        {"job": "upload", "job_file": SimpleUploadedFile("j.json", b'{"name": "x", "tools": {}, "turns": []}')},
+        {"job": "upload"},
+        {"job": "nope"},
+        {"preset": "custom", "designs": [], "trackers": ["keyed"]},
+        {"preset": "custom", "designs": ["no-such-design"], "trackers": ["keyed"]},
+        {"runs": "0"},
+        {"runs": "11"},
+        {"runs": "x"},
+        {"depth": "4"},
+        {"depth": "3", "person": "queue"},
+        {"person": "robot"},
+        {"crash_model": "earthquake"},
+        {"fsync": "maybe"},
+        {"tracker_fault": "flaky"},
+        {"request_token": "not-a-uuid"},
+    ],
+    ids=lambda c: ",".join(c),
+)
 def test_launch_bad_input_is_400_and_stores_nothing(auth, changes):
     r = auth.post(reverse("sweeps:launch"), launch_data(**changes))
     assert r.status_code == 400
@@ -260,12 +304,18 @@ def test_a_planned_size_under_a_power_cut_without_fsync_is_counted_within_its_bo
 
 
 def test_a_launch_over_its_bound_is_a_form_error_at_once_with_its_figure_and_stores_nothing(auth):
-    r, took = timed(lambda: auth.post(reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"],
-                                                                           trackers=["keyed"], **HEAVY_FORM)))
+    r, took = timed(
+        lambda: auth.post(
+            reverse("sweeps:launch"), launch_data(preset="custom", designs=["loop"], trackers=["keyed"], **HEAVY_FORM)
+        )
+    )
     page = html.unescape(text(r))
     assert r.status_code == 400 and took < REFUSED_SECONDS, took
-    assert re.search(r"(planning this sweep's chunks|counting this sweep's planned size) would take more than [\d,]+ "
-                     r"steps of work", page)
+    assert re.search(
+        r"(planning this sweep's chunks|counting this sweep's planned size) would take more than [\d,]+ "
+        r"steps of work",
+        page,
+    )
     assert f"the bound is {limits.LAUNCH_STEPS:,}" in page
     assert Sweep.objects.count() == Chunk.objects.count() == 0
 

@@ -11,9 +11,7 @@ from django.urls import reverse
 
 from sweeps.models import Question, Scenario
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    text,
-)
+from tests.sweeps._web import text
 
 pytestmark = pytest.mark.django_db
 
@@ -118,9 +116,14 @@ def test_the_queue_says_which_questions_were_avoidable(client, sweep, waiting):
     assert queue_rows(page) == {"call_1": "necessary", "call_2": "avoidable"}
 
 
-@pytest.mark.parametrize(("need", "shown", "open_count"), [
-    ("necessary", {"call_1": "necessary"}, 1), ("avoidable", {"call_2": "avoidable"}, 1),
-    ("", {"call_1": "necessary", "call_2": "avoidable"}, 2)])
+@pytest.mark.parametrize(
+    ("need", "shown", "open_count"),
+    [
+        ("necessary", {"call_1": "necessary"}, 1),
+        ("avoidable", {"call_2": "avoidable"}, 1),
+        ("", {"call_1": "necessary", "call_2": "avoidable"}, 2),
+    ],
+)
 def test_the_queue_filters_necessary_or_avoidable_questions(client, sweep, waiting, need, shown, open_count):
     Question.objects.filter(pk=waiting[1].pk).update(avoidable=True)
     page = text(client.get(reverse("sweeps:sweep_questions", args=[sweep.pk]) + f"?need={need}"))

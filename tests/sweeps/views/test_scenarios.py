@@ -12,12 +12,7 @@ from django.urls import reverse
 from sweeps import limits, selectors
 from sweeps.models import Scenario
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    REFUSED_SECONDS,
-    count_shown,
-    text,
-    timed,
-)
+from tests.sweeps._web import REFUSED_SECONDS, count_shown, text, timed
 
 pytestmark = pytest.mark.django_db
 
@@ -26,13 +21,32 @@ def scenarios(client, sweep, query=""):
     return client.get(reverse("sweeps:scenarios", args=[sweep.pk]) + ("?" + query if query else ""))
 
 
-@pytest.mark.parametrize("query,expected", [
-    ("", 5), ("config=0", 4), ("config=1", 1), ("design=after-reply", 1), ("tracker=keyed", 5),
-    ("has_dups=yes", 2), ("has_dups=no", 3), ("asked=yes", 1), ("missing=yes", 1), ("extra_calls=yes", 1),
-    ("twice=yes", 2), ("twice=no", 3), ("first_point=2", 2), ("second_point=0", 3), ("second_point=1", 2),
-    ("first_kind=tracker-accepted", 3), ("first_kind=reply-arrived", 0), ("status=done", 5), ("status=waiting", 0),
-    ("config=0&first_point=1&has_dups=yes", 1), ("unknown=ignored", 5),
-])
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("", 5),
+        ("config=0", 4),
+        ("config=1", 1),
+        ("design=after-reply", 1),
+        ("tracker=keyed", 5),
+        ("has_dups=yes", 2),
+        ("has_dups=no", 3),
+        ("asked=yes", 1),
+        ("missing=yes", 1),
+        ("extra_calls=yes", 1),
+        ("twice=yes", 2),
+        ("twice=no", 3),
+        ("first_point=2", 2),
+        ("second_point=0", 3),
+        ("second_point=1", 2),
+        ("first_kind=tracker-accepted", 3),
+        ("first_kind=reply-arrived", 0),
+        ("status=done", 5),
+        ("status=waiting", 0),
+        ("config=0&first_point=1&has_dups=yes", 1),
+        ("unknown=ignored", 5),
+    ],
+)
 def test_scenario_filters(client, sweep, query, expected):
     r = scenarios(client, sweep, query)
     assert r.status_code == 200
@@ -72,27 +86,57 @@ def test_scenario_list_pagination_keeps_filters(client):
     assert "?has_dups=yes&amp;page=2" in text(scenarios(client, s, "has_dups=yes"))
 
 
-@pytest.mark.parametrize("query", [
-    "page=0", "page=x", "page=99", "first_point=-1", "first_point=x", "first_point=99999999999999999999",
-    "second_point=-3", "config=3", "config=x", "design=nope", "tracker=nope", "first_kind=nope",
-    "has_dups=maybe", "status=zzz", "has_wrong=maybe", "gave_up=1", "denied_ran=true", "avoidable=x", "sum=approvals",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "page=0",
+        "page=x",
+        "page=99",
+        "first_point=-1",
+        "first_point=x",
+        "first_point=99999999999999999999",
+        "second_point=-3",
+        "config=3",
+        "config=x",
+        "design=nope",
+        "tracker=nope",
+        "first_kind=nope",
+        "has_dups=maybe",
+        "status=zzz",
+        "has_wrong=maybe",
+        "gave_up=1",
+        "denied_ran=true",
+        "avoidable=x",
+        "sum=approvals",
+    ],
+)
 def test_scenario_list_bad_values_are_400(client, sweep, query):
     assert scenarios(client, sweep, query).status_code == 400
 
 
 def test_scenario_list_states_the_sum_it_was_opened_for(client, sweep):
     page = text(scenarios(client, sweep, "config=0&has_dups=yes&sum=duplicates"))
-    assert re.search(r'<strong id="count">1</strong> scenario matches, <strong id="sum" data-metric="duplicates">2'
-                     r'</strong> duplicate effects', page)
+    assert re.search(
+        r'<strong id="count">1</strong> scenario matches, <strong id="sum" data-metric="duplicates">2'
+        r"</strong> duplicate effects",
+        page,
+    )
     assert '<th class="num summed">dups</th>' in page
 
 
 def test_scenario_list_totals_every_metric(client, sweep):
     page = text(scenarios(client, sweep, "config=0"))
     totals = dict(re.findall(r'<span id="total-(\w+)">(-?\d+)</span>', page))
-    assert totals == {"duplicates": "2", "missing": "1", "asks": "1", "calls_plus": "3", "wrong": "1", "gave_up": "1",
-                      "denied_ran": "2", "avoidable": "1"}
+    assert totals == {
+        "duplicates": "2",
+        "missing": "1",
+        "asks": "1",
+        "calls_plus": "3",
+        "wrong": "1",
+        "gave_up": "1",
+        "denied_ran": "2",
+        "avoidable": "1",
+    }
     assert 'id="sum"' not in page
 
 
@@ -100,15 +144,34 @@ def test_scenario_list_has_a_column_per_outcome_in_the_table_s_order(client, swe
     page = text(scenarios(client, sweep, "config=0&has_wrong=yes"))
     head = re.search(r'<table id="scenarios">\s*<thead>(.*?)</thead>', page, re.S).group(1)
     assert re.findall(r'<th class="num[^"]*">([^<]*)</th>', head) == [
-        "first", "second", "dups", "missing", "wrong", "gave up", "denied ran", "asks", "avoidable", "calls+"]
+        "first",
+        "second",
+        "dups",
+        "missing",
+        "wrong",
+        "gave up",
+        "denied ran",
+        "asks",
+        "avoidable",
+        "calls+",
+    ]
     row = re.search(r"<tbody>(.*?)</tbody>", page, re.S).group(1)
     # first point 2, its once scenario ("—" as second point), then its outcome
     assert re.findall(r'<td class="num">(-?\d+)</td>', row) == ["2", "0", "1", "1", "1", "0", "0", "0", "0"]
 
 
-@pytest.mark.parametrize(("query", "count"), [
-    ("has_wrong=yes", 1), ("gave_up=yes", 1), ("denied_ran=yes", 1), ("avoidable=yes", 1), ("avoidable=no", 4),
-    ("has_wrong=no&config=0", 3), ("denied_ran=yes&sum=denied_ran", 1)])
+@pytest.mark.parametrize(
+    ("query", "count"),
+    [
+        ("has_wrong=yes", 1),
+        ("gave_up=yes", 1),
+        ("denied_ran=yes", 1),
+        ("avoidable=yes", 1),
+        ("avoidable=no", 4),
+        ("has_wrong=no&config=0", 3),
+        ("denied_ran=yes&sum=denied_ran", 1),
+    ],
+)
 def test_scenario_list_filters_by_the_world_s_outcomes(client, sweep, query, count):
     assert count_shown(text(scenarios(client, sweep, query))) == count
 
@@ -140,12 +203,29 @@ def test_scenario_list_of_unknown_sweep_is_404(client):
 
 
 def test_timeline_page_shows_events_in_order(client, sweep):
-    s = _data.add(sweep, 2, 1, 1, timeline=[
-        {"kind": "start", "text": "run-1 starts"}, {"kind": "crash", "text": "crash at point 1"},
-        {"kind": "restart", "text": "a new process starts"}, {"kind": "ladder", "text": "lookup: not found"},
-        {"kind": "crash", "text": "crash at point 1 again"}],
-        effects=[{"op": "create_issue", "args": {"title": "t"}, "key": "k1", "origin": [0, "call_1"],
-                  "answer": {"number": 1}}] * 2)
+    s = _data.add(
+        sweep,
+        2,
+        1,
+        1,
+        timeline=[
+            {"kind": "start", "text": "run-1 starts"},
+            {"kind": "crash", "text": "crash at point 1"},
+            {"kind": "restart", "text": "a new process starts"},
+            {"kind": "ladder", "text": "lookup: not found"},
+            {"kind": "crash", "text": "crash at point 1 again"},
+        ],
+        effects=[
+            {
+                "op": "create_issue",
+                "args": {"title": "t"},
+                "key": "k1",
+                "origin": [0, "call_1"],
+                "answer": {"number": 1},
+            }
+        ]
+        * 2,
+    )
     page = text(client.get(reverse("sweeps:scenario", args=[s.pk])))
     positions = [page.index(t) for t in ("run-1 starts", "crash at point 1<", "a new process", "lookup: not found")]
     assert positions == sorted(positions)
@@ -154,12 +234,31 @@ def test_timeline_page_shows_events_in_order(client, sweep):
 
 
 def test_scenario_page_states_every_outcome(client, sweep):
-    sc = _data.add(sweep, 1, 2, duplicates=1, missing=2, wrong=3, gave_up=4, denied_ran=5, asks=7, avoidable=6,
-                   timeline=[], effects=[])
+    sc = _data.add(
+        sweep,
+        1,
+        2,
+        duplicates=1,
+        missing=2,
+        wrong=3,
+        gave_up=4,
+        denied_ran=5,
+        asks=7,
+        avoidable=6,
+        timeline=[],
+        effects=[],
+    )
     outcome = re.search(r'<p id="outcome">(.*?)</p>', text(client.get(reverse("sweeps:scenario", args=[sc.pk]))))
     shown = dict(re.findall(r'<strong id="([\w-]+)">(\d+)</strong>', outcome.group(1)))
-    assert shown == {"dups": "1", "missing": "2", "wrong": "3", "gave-up": "4", "denied-ran": "5", "asks": "7",
-                     "avoidable": "6"}
+    assert shown == {
+        "dups": "1",
+        "missing": "2",
+        "wrong": "3",
+        "gave-up": "4",
+        "denied-ran": "5",
+        "asks": "7",
+        "avoidable": "6",
+    }
 
 
 def test_a_waiting_scenario_s_page_states_no_outcome(client, sweep):
@@ -219,8 +318,13 @@ def test_timeline_is_drawn_as_swimlanes_with_crashes_and_the_duplicate(client):
 
 
 def test_every_mark_has_a_tooltip_and_leads_to_its_row(client, sweep):
-    s = _data.add(sweep, 2, 1, 1, timeline=[{"kind": "start", "text": "run-1 starts"},
-                                             {"kind": "crash", "text": "crash <at> point 1"}])
+    s = _data.add(
+        sweep,
+        2,
+        1,
+        1,
+        timeline=[{"kind": "start", "text": "run-1 starts"}, {"kind": "crash", "text": "crash <at> point 1"}],
+    )
     page = text(client.get(reverse("sweeps:scenario", args=[s.pk])))
     assert '<a href="#ev-2" class="mark mark-crash" data-n="2"><path' in page and 'id="ev-2"' in page
     assert "<title>#2 crash 1: crash &lt;at&gt; point 1</title>" in page
@@ -253,8 +357,20 @@ def test_scenario_back_link_defaults_to_the_sweeps_list(client, sweep):
     assert scenario_back(client, sc) == reverse("sweeps:scenarios", args=[sweep.pk])
 
 
-@pytest.mark.parametrize("back", ["https://evil.example/", "//evil.example/x", "/\\evil.example", "javascript:alert(1)",
-                                  "/admin/", "/accounts/logout/", "/nowhere/", "x" * 3000, "relative/path"])
+@pytest.mark.parametrize(
+    "back",
+    [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "javascript:alert(1)",
+        "/admin/",
+        "/accounts/logout/",
+        "/nowhere/",
+        "x" * 3000,
+        "relative/path",
+    ],
+)
 def test_scenario_back_link_refuses_what_is_not_a_list_here(client, sweep, back):
     sc = Scenario.objects.get(sweep=sweep, config=1)
     assert scenario_back(client, sc, quote(back)) == reverse("sweeps:scenarios", args=[sweep.pk])

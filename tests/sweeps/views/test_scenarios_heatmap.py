@@ -13,10 +13,7 @@ from django.urls import reverse
 from sweeps import charts
 from sweeps.models import Chunk, Scenario
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    heatmap_page,
-    text,
-)
+from tests.sweeps._web import heatmap_page, text
 
 pytestmark = pytest.mark.django_db
 
@@ -59,8 +56,9 @@ def test_heatmap_figures_carry_every_metric(client, sweep):
     assert second["metrics"]["duplicates"]["restyle"]["z"] == [[[2, 0]]]
 
 
-@pytest.mark.parametrize(("metric", "z"), [("wrong", [0, 1]), ("gave_up", [0, 1]), ("denied_ran", [0, 2]),
-                                           ("avoidable", [1, 0])])
+@pytest.mark.parametrize(
+    ("metric", "z"), [("wrong", [0, 1]), ("gave_up", [0, 1]), ("denied_ran", [0, 2]), ("avoidable", [1, 0])]
+)
 def test_heatmap_colours_the_world_s_outcomes_too(client, sweep, metric, z):
     page = text(client.get(reverse("sweeps:heatmap", args=[sweep.pk]) + f"?metric={metric}"))
     assert figure(page, "first")["data"][0]["z"][0] == z

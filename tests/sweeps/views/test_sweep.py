@@ -18,13 +18,7 @@ from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.services import chunks, launch
 from sweeps.workqueue import publish
 from tests.sweeps import _data
-from tests.sweeps._web import (
-    CONFIG_0,
-    count_shown,
-    exported,
-    heatmap_page,
-    text,
-)
+from tests.sweeps._web import CONFIG_0, count_shown, exported, heatmap_page, text
 
 pytestmark = pytest.mark.django_db
 
@@ -57,12 +51,14 @@ def test_sweep_page_says_the_conditions_by_the_table(client, sweep):
 
 
 def test_sweep_page_says_the_world_by_the_table(client, sweep):
-    Sweep.objects.filter(pk=sweep.pk).update(tracker_fault="ttl:5", tool_faults="always", person_faults="wrong:0.5",
-                                             model="fickle", seed=4)
+    Sweep.objects.filter(pk=sweep.pk).update(
+        tracker_fault="ttl:5", tool_faults="always", person_faults="wrong:0.5", model="fickle", seed=4
+    )
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
     assert re.search(r'<p id="conditions"[^>]*>(.*?)</p>', page).group(1) == (
         "crash model: panic, fsync on, tracker fault: ttl:5, tool faults: always, person: wrong:0.5, model: fickle, "
-        "seed: 4")
+        "seed: 4"
+    )
 
 
 def test_sweep_page_says_the_default_conditions_too(client, sweep):
@@ -80,8 +76,9 @@ def test_sweep_page_numbers_link_to_their_scenarios(client, sweep):
 def test_every_table_number_opens_a_list_that_states_it(client, sweep, column):
     """The number in the table is the list's count or the sum over it that the list states."""
     page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
-    row = re.search(r"<tr><td><a [^>]*>" + re.escape(html.escape(sweep.configs[0]["name"])) + r"</a></td>(.*?)</tr>",
-                    page, re.S)
+    row = re.search(
+        r"<tr><td><a [^>]*>" + re.escape(html.escape(sweep.configs[0]["name"])) + r"</a></td>(.*?)</tr>", page, re.S
+    )
     url, number = re.findall(r'<a href="([^"]*)">(-?\d+)</a>', row.group(1))[column]
     listed = text(client.get(html.unescape(url)))
     stated = re.search(r'<strong id="sum" data-metric="\w+">(-?\d+)</strong>', listed)
@@ -100,8 +97,18 @@ def test_sweep_page_shows_progress(client, sweep):
 
 
 def test_sweep_page_prefers_the_cached_table(client, sweep):
-    sweep.table = [{"name": "cached row", "once": 7, "twice": 0, "with_dups": 0, "dups": 0, "missing": 0, "asks": 0,
-                    "calls_plus": 0}]
+    sweep.table = [
+        {
+            "name": "cached row",
+            "once": 7,
+            "twice": 0,
+            "with_dups": 0,
+            "dups": 0,
+            "missing": 0,
+            "asks": 0,
+            "calls_plus": 0,
+        }
+    ]
     sweep.save()
     assert table_numbers(text(client.get(reverse("sweeps:detail", args=[sweep.pk]))), "cached row")[0] == 7
 
@@ -159,14 +166,20 @@ def test_a_row_with_waiting_scenarios_shows_how_many_and_no_number_an_answer_can
 def test_a_queue_sweep_with_open_questions_shows_no_negative_number(auth, monkeypatch):
     # Waiting scenarios have not made their calls yet: their calls+ so far is negative.
     monkeypatch.setattr(publish, "enqueue", lambda *a, **kw: None)
-    sweep = launch.sweep_create(user=None, job_source=builtin_job_source(), depth=1, person="queue",
-                                  configs=[{"name": "real loop, keyless tracker", "design": "loop",
-                                            "tracker": "keyless"}])
+    sweep = launch.sweep_create(
+        user=None,
+        job_source=builtin_job_source(),
+        depth=1,
+        person="queue",
+        configs=[{"name": "real loop, keyless tracker", "design": "loop", "tracker": "keyless"}],
+    )
     for pk in Chunk.objects.filter(sweep=sweep).values_list("pk", flat=True):
         chunks.chunk_run(chunk_id=pk)
     assert Question.objects.filter(sweep=sweep, status=Question.Status.OPEN).exists()
-    pages = [text(auth.get(reverse("sweeps:detail", args=[sweep.pk]))),
-             text(auth.get(reverse("sweeps:scenarios", args=[sweep.pk]) + "?status=waiting"))]
+    pages = [
+        text(auth.get(reverse("sweeps:detail", args=[sweep.pk]))),
+        text(auth.get(reverse("sweeps:scenarios", args=[sweep.pk]) + "?status=waiting")),
+    ]
     assert not any(re.search(r">\s*-\d", page) for page in pages)
     table = auth.get(reverse("sweeps:progress", args=[sweep.pk])).json()["table"]
     assert all(c["value"] is None or c["value"] >= 0 for row in table["rows"] for c in row["cells"])
@@ -240,6 +253,11 @@ def test_a_depth_2_sweep_s_pages_are_as_they_were(client, auth, sweep):
     heat = heatmap_page(client, sweep, "?config=0&first=1&second=1")  # a pair means nothing at depth 2
     assert 'id="third"' not in heat and 'id="fig-third"' not in heat and 'name="first"' not in heat
     header = b"".join(exported(auth, reverse("sweeps:export_scenarios", args=[sweep.pk, "csv"])).streaming_content)
-    assert header.decode().splitlines()[0].endswith(
-        "first_point,first_kind,first_label,second_point,second_kind,second_label,duplicates,missing,wrong,gave_up,"
-        "denied_ran,asks,avoidable,approvals,model_calls,calls_plus,status")
+    assert (
+        header.decode()
+        .splitlines()[0]
+        .endswith(
+            "first_point,first_kind,first_label,second_point,second_kind,second_label,duplicates,missing,wrong,gave_up,"
+            "denied_ran,asks,avoidable,approvals,model_calls,calls_plus,status"
+        )
+    )

@@ -24,8 +24,9 @@ SECOND = 1_000_000
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[Any, ...], int]]:
     """What is published, (task name, args, priority), instead of publishing it."""
     out: list[tuple[str, tuple[Any, ...], int]] = []
-    monkeypatch.setattr(publish, "send", lambda name, args, producer, priority=publish.NORMAL:
-                        out.append((name, tuple(args), priority)))
+    monkeypatch.setattr(
+        publish, "send", lambda name, args, producer, priority=publish.NORMAL: out.append((name, tuple(args), priority))
+    )
     return out
 
 
@@ -142,8 +143,9 @@ def test_an_empty_queue_loses_what_was_queued_before_it_once_it_has_read_empty_f
     assert lost(lost_work, length=2) == []  # something is queued: no longer empty
 
 
-def test_the_lost_message_rule_queues_the_lost_chunks_again_ahead_of_the_queue_once(clock, lost_work, sent,
-                                                                                    monkeypatch, caplog):
+def test_the_lost_message_rule_queues_the_lost_chunks_again_ahead_of_the_queue_once(
+    clock, lost_work, sent, monkeypatch, caplog
+):
     sweep, ids = sweep_of()
     stamped(ids[:3], clock[0] - 10 * SECOND)
     Chunk.objects.filter(pk=ids[2]).update(received=clock[0] - 5 * SECOND)

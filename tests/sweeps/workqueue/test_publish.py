@@ -11,19 +11,18 @@ from sweeps import limits, schema, tasks
 from sweeps.models import Chunk, Scenario, Sweep
 from sweeps.services import chunks
 from sweeps.workqueue import publish
-from tests.sweeps._web import (
-    chunk_ids,
-    create,
-    run_all,
-)
+from tests.sweeps._web import chunk_ids, create, run_all
 
 pytestmark = pytest.mark.django_db
 
 
 def sent_messages(enqueued):
     """The chunk IDs of each message published, in the order published."""
-    return [[args[0]] if name == tasks.chunk_run.name else list(args[0]) for name, args in enqueued
-            if name in (tasks.chunk_run.name, tasks.chunks_run.name)]
+    return [
+        [args[0]] if name == tasks.chunk_run.name else list(args[0])
+        for name, args in enqueued
+        if name in (tasks.chunk_run.name, tasks.chunks_run.name)
+    ]
 
 
 # Worker speeds: four alike, one of four at half speed (a busy host), four unlike; and 2, 3, 5 and 8 alike.
@@ -65,17 +64,21 @@ def test_the_estimated_shares_of_a_16_pair_job_end_together(enqueued, django_cap
     messages = sent_messages(enqueued)
     work = dict(publish.chunk_costs(sweep, chunk_ids(sweep)))
     assert len(work) == 420 and max(work.values()) >= 100 * min(work.values())
-    assert (max(sum(work[pk] for pk in m) for m in messages)
-            <= sum(work.values()) / limits.MESSAGE_SHARE + max(work.values()))
+    assert max(sum(work[pk] for pk in m) for m in messages) <= sum(work.values()) / limits.MESSAGE_SHARE + max(
+        work.values()
+    )
     # The tail's floor: no message but the last below TAIL_SHARE of the whole, unless full of chunks.
-    assert all(sum(work[pk] for pk in m) >= limits.TAIL_SHARE * sum(work.values())
-               or len(m) == limits.MAX_CHUNKS_PER_TASK for m in messages[:-1])
+    assert all(
+        sum(work[pk] for pk in m) >= limits.TAIL_SHARE * sum(work.values()) or len(m) == limits.MAX_CHUNKS_PER_TASK
+        for m in messages[:-1]
+    )
     spreads = [finish_spread(messages, work, speeds) for speeds in SPEEDS]
     assert max(spreads) <= 0.03, spreads  # equal messages (before): up to 14%
 
 
 def test_four_workers_get_like_shares_of_a_big_job_and_store_agentcore_s_rows(
-        enqueued, django_capture_on_commit_callbacks):
+    enqueued, django_capture_on_commit_callbacks
+):
     """The 8-pair generated job (one configuration, 212 chunks of 5 to 213 scenarios): its messages,
     run as workers run them, store agentcore's rows, and workers taking them in turn finish together."""
     job = jobs.turn_pairs(8)
@@ -89,7 +92,8 @@ def test_four_workers_get_like_shares_of_a_big_job_and_store_agentcore_s_rows(
     expected = agentsweep.sweep([agentsweep.Config(job, designs.get("loop"), "keyed")], depth=2).records[0]
     stored = Scenario.objects.filter(sweep=sweep).order_by("first_point", "second_point").values(*schema.RECORD_FIELDS)
     assert [schema.row_fields(r) for r in stored] == [
-        {f: getattr(r, f) for f in schema.RECORD_FIELDS} for r in expected]
+        {f: getattr(r, f) for f in schema.RECORD_FIELDS} for r in expected
+    ]
     work = dict(Chunk.objects.filter(sweep=sweep).values_list("pk", "scenarios"))
     assert sum(work.values()) == len(expected) == 23_564
     spreads = [finish_spread(messages, work, speeds) for speeds in SPEEDS]

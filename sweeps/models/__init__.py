@@ -1,4 +1,5 @@
-"""What the dashboard stores: sweeps, their first crash points (the chunks), scenarios, questions.
+"""What the dashboard stores: sweeps, their first crash points (the chunks), scenarios, questions; audits
+(sweeps.models.audits).
 
 Rules:
 - A scenario row is one agentcore ScenarioRecord. Its identity (sweep, config, first point, second point, third point)
@@ -32,6 +33,20 @@ from django.db import models
 from agentcore import CONDITIONS, Condition
 from agentcore import conditions_words as agent_conditions
 from sweeps.limits import CONDITION_CHARS, EXPORT_QUERY_CHARS, LEASE_HOLDER_CHARS, MAX_NAME, MAX_NOTES
+from sweeps.models.audits import Audit, AuditUnit
+
+__all__ = [
+    "Audit",
+    "AuditUnit",
+    "Chunk",
+    "Export",
+    "IllegalTransition",
+    "Lease",
+    "Question",
+    "Scenario",
+    "Sweep",
+    "take",
+]
 
 
 def condition_column(c: Condition) -> models.Field:
@@ -138,12 +153,14 @@ class Chunk(models.Model):
     received = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_from"],
-                                               name="chunk_identity")]
-        indexes = [models.Index(fields=["sweep", "stored"]),
-                   # Only the chunks under a lease (those in workers' hands): the leader's every round.
-                   models.Index(fields=["lease_until"], condition=models.Q(lease_until__isnull=False),
-                                name="chunk_leased")]
+        constraints = [
+            models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_from"], name="chunk_identity")
+        ]
+        indexes = [
+            models.Index(fields=["sweep", "stored"]),
+            # Only the chunks under a lease (those in workers' hands): the leader's every round.
+            models.Index(fields=["lease_until"], condition=models.Q(lease_until__isnull=False), name="chunk_leased"),
+        ]
         ordering = ["sweep", "config", "first_point"]
 
 
@@ -196,8 +213,9 @@ class Scenario(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["sweep", "config", "first_point", "second_point", "third_point"],
-                                    name="scenario_identity")
+            models.UniqueConstraint(
+                fields=["sweep", "config", "first_point", "second_point", "third_point"], name="scenario_identity"
+            )
         ]
         # Two indexes only: each one costs every one of a sweep's inserted rows (docs/benchmarks.md). The list's
         # filters walk this one in the list's order (a design or tracker filter says which configs); test_perf holds
@@ -206,9 +224,24 @@ class Scenario(models.Model):
             # Covers the table's and the heatmap's GROUP BYs (index-only scans): every outcome the table sums (without
             # wrong..avoidable in it the pages took longer: docs/benchmarks.md). The third point (0 but in a depth-3
             # sweep's thrice scenarios) counts them apart from the twice ones.
-            models.Index(fields=["sweep", "config", "first_point", "second_point", "third_point", "duplicates",
-                                 "missing", "wrong", "gave_up", "denied_ran", "asks", "avoidable", "calls_plus"],
-                         name="scenario_metrics"),
+            models.Index(
+                fields=[
+                    "sweep",
+                    "config",
+                    "first_point",
+                    "second_point",
+                    "third_point",
+                    "duplicates",
+                    "missing",
+                    "wrong",
+                    "gave_up",
+                    "denied_ran",
+                    "asks",
+                    "avoidable",
+                    "calls_plus",
+                ],
+                name="scenario_metrics",
+            )
         ]
         ordering = ["sweep", "config", "first_point", "second_point", "third_point"]
 
@@ -228,8 +261,9 @@ class Question(models.Model):
 
     sweep = models.ForeignKey(Sweep, on_delete=models.CASCADE, related_name="questions")
     scenario = models.ForeignKey(Scenario, on_delete=models.CASCADE, related_name="questions")
-    qid = models.CharField(max_length=200,
-                           help_text="agentcore question ID: job run, call ID, the scenario's ask number")
+    qid = models.CharField(
+        max_length=200, help_text="agentcore question ID: job run, call ID, the scenario's ask number"
+    )
     call = models.JSONField()
     key = models.CharField(max_length=64, blank=True)
     tried = models.TextField(blank=True)
@@ -247,79 +281,6 @@ class Question(models.Model):
         constraints = [models.UniqueConstraint(fields=["scenario", "qid"], name="question_identity")]
         indexes = [models.Index(fields=["sweep", "status"])]
         ordering = ["created_at", "id"]
-
-
-class Audit(models.Model):
-    """An audit (agentcore.harness.audit) of a job: every selected design x tracker mode under every
-    selected world model, at depth 2 with agentcore.checker.worlds.RUNS job runs, on the job and its
-    variants. Its units hold only counts and witness candidates; "done" is a fact of the database
-    (every unit stored), and the verdicts (with each broken subject's witness, replayed once) are
-    cached by its finish."""
-
-    class Status(models.TextChoices):
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
-    EDGES = {
-        Status.RUNNING: frozenset({Status.DONE, Status.FAILED}),
-        Status.FAILED: frozenset({Status.RUNNING, Status.FAILED}),  # resume; a later failure's message
-        Status.DONE: frozenset(),
-    }
-
-    job_name = models.CharField(max_length=200)
-    job_source = models.TextField(help_text="the job file's JSON text")
-    designs = models.JSONField(help_text="design names, in the order of the verdicts")
-    trackers = models.JSONField(help_text="tracker modes")
-    worlds = models.JSONField(help_text="world model names, in agentcore.checker.worlds.WORLDS' order")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING, db_index=True)
-    error = models.TextField(blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # Cached by the finish: {subject name: {"world", "variant", "record", "events", "needed", "link", "lines"}}
-    witnesses = models.JSONField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"audit {self.pk} ({self.job_name}, {self.status})"
-
-
-class AuditUnit(models.Model):
-    """One (world, design, tracker mode) of an audit over every variant:
-    agentcore.harness.audit.sweep_unit's Cell, stored once (`stored` false -> true by a conditional
-    UPDATE), never its scenarios."""
-
-    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="units")
-    world = models.CharField(max_length=40)
-    design = models.CharField(max_length=100)
-    tracker = models.CharField(max_length=10)
-    stored = models.BooleanField(default=False)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    scenarios = models.PositiveIntegerField(default=0)
-    ok = models.PositiveIntegerField(default=0)
-    expected = models.PositiveIntegerField(default=0)
-    breaks = models.PositiveIntegerField(default=0)
-    skipped = models.CharField(max_length=200, blank=True, help_text="why it was not swept")
-    # At most agentcore.checker.judge.CANDIDATES: [{"promise", "seen", "variant", "record"}] (record: to_dict()).
-    candidates = models.JSONField(default=list, blank=True)
-    stored_at = models.DateTimeField(null=True, blank=True)
-    # Its lease and its current message, as a chunk's (services/leases.py, services/messages.py).
-    holder = models.CharField(max_length=LEASE_HOLDER_CHARS, blank=True)
-    lease_until = models.DateTimeField(null=True, blank=True)
-    queued = models.BigIntegerField(null=True, blank=True)
-    priority = models.PositiveSmallIntegerField(default=0)
-    received = models.BigIntegerField(null=True, blank=True)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["audit", "world", "design", "tracker"],
-                                               name="audit_unit_identity")]
-        indexes = [models.Index(fields=["audit", "stored"]),
-                   models.Index(fields=["lease_until"], condition=models.Q(lease_until__isnull=False),
-                                name="audit_unit_leased")]
-        ordering = ["audit", "id"]
 
 
 class Lease(models.Model):
@@ -377,16 +338,24 @@ class Export(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["sweep", "what", "fmt", "query", "version"],
-                                               name="export_identity")]
+        constraints = [
+            models.UniqueConstraint(fields=["sweep", "what", "fmt", "query", "version"], name="export_identity")
+        ]
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"export {self.pk} (sweep {self.sweep_id} {self.what}.{self.fmt}, {self.status})"
 
 
-def take(model: type[Sweep | Scenario | Question | Audit | Export], pk: int | list[int], to: str, *,
-         sources: Iterable[str] | None = None, where: models.Q | None = None, **fields: Any) -> bool:
+def take(
+    model: type[Sweep | Scenario | Question | Audit | Export],
+    pk: int | list[int],
+    to: str,
+    *,
+    sources: Iterable[str] | None = None,
+    where: models.Q | None = None,
+    **fields: Any,
+) -> bool:
     """Move row `pk` (or each row of a list of pks) of `model` to status `to` (and set `fields` with it) if its status
     is one of `sources` (default: every source the model's EDGES lets reach `to`) and it matches `where` (other
     columns' conditions, in the same UPDATE); whether any moved. See the rules: one conditional UPDATE."""
