@@ -151,6 +151,14 @@ def add_target_options(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--python", metavar="PATH", help="the interpreter the target runs in (default this one)")
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per process of a target (default 30)")
+    s.add_argument(
+        "--samples",
+        type=int,
+        metavar="K",
+        help="play every plan K times (seeds seed..seed+K-1) and report rates with 95%% Wilson intervals, "
+        "for a runtime that is not deterministic (default: 1, exact counts, unless two uninterrupted runs "
+        "meet their points in different orders: then 5)",
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -298,6 +306,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
             model=model,
             seed=int(args.seed),
             timeout=args.timeout,
+            samples=args.samples,
             progress=progress,
         )
     finally:
@@ -311,7 +320,13 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
         with open(args.records, "w") as f:
             for rec in result.records:
                 f.write(json.dumps(rec.to_dict()) + "\n")
-    sys.stdout.write(report.render([table_row(args.target, result.records)], args.format))
+    # A sampled row says so in its name, with its k: its counts are a sample's, not exact.
+    name = args.target if result.samples == 1 else f"{args.target} [sampled, k={result.samples}]"
+    sys.stdout.write(report.render([table_row(name, result.records)], args.format))
+    if result.samples > 1:
+        from agentcore.port.sampled import summary
+
+        print(summary(result.records, result.samples), file=sys.stdout if args.format == "text" else sys.stderr)
     return 0
 
 

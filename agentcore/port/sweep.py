@@ -12,6 +12,11 @@ Rules:
 - A record is a ScenarioRecord: the design column is the target's name, the tracker column the
   tracker stand-in's mode (keyed: it honours a key the target sends); duplicates and missing are
   counted against the job script, model calls against the job's replies, as for any sweep.
+- `samples` > 1 (a runtime that is not deterministic): the whole sweep above runs that many passes,
+  pass i with its own servers on seed + i and its own uninterrupted runs and restarts, and the
+  records of all passes are kept; agentcore.port.sampled turns them into rates with intervals.
+  Left unsaid (None), a target whose two uninterrupted runs met their points in different orders is
+  not deterministic and gets AUTO_SAMPLES passes: its counts are never shown as exact.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from agentcore.records import ScenarioRecord
 from agentcore.standins.tracker import Tracker
 
 TRACKER = "keyed"
+AUTO_SAMPLES = 5
 
 
 class TargetError(BadInput):
@@ -99,6 +105,8 @@ class TargetSweep:
     hello: dict[str, Any]
     labels: list[str]  # the uninterrupted run's, in order
     records: list[ScenarioRecord] = field(default_factory=list)
+    samples: int = 1  # passes played; above 1 the records are a sample, not an exact count
+    ordered: bool = True  # the two uninterrupted runs met their points in the same order
 
 
 def play_all(
@@ -184,13 +192,38 @@ def sweep_target(
     model: str = "fresh-ids",
     seed: int = 0,
     timeout: float = 30.0,
+    samples: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> TargetSweep:
     """Sweep `target` on `job` (read from `job_path` by the server too) to `depth`; see the rules."""
     if depth not in (1, 2, 3):
         raise BadInput(f"depth must be 1, 2 or 3, not {depth}")
-    argv = server_argv(target, job_path, python=python, model=model, seed=seed, timeout=timeout)
-    servers = [Served(argv) for _ in range(max(1, workers))]
+    if samples is not None and samples < 1:
+        raise BadInput(f"samples must be 1 or more, not {samples}")
+
+    def one_pass(i: int) -> TargetSweep:
+        argv = server_argv(target, job_path, python=python, model=model, seed=seed + i, timeout=timeout)
+        return _pass(target, job, depth, [Served(argv) for _ in range(max(1, workers))], model, progress)
+
+    result = one_pass(0)
+    passes = samples if samples is not None else 1 if result.ordered else AUTO_SAMPLES
+    for i in range(1, passes):
+        more = one_pass(i)
+        result.records += more.records
+        result.ordered = result.ordered and more.ordered
+    result.samples = passes
+    return result
+
+
+def _pass(
+    target: str,
+    job: Job,
+    depth: int,
+    servers: list[Served],
+    model: str,
+    progress: Callable[[int, int], None] | None,
+) -> TargetSweep:
+    """One pass of the sweep on its own servers (closed at the end)."""
     try:
         first, again = servers[0].play(()), servers[0].play(())
         for o in (first, again):
@@ -203,6 +236,7 @@ def sweep_target(
             )
         labels = first["labels"][0]
         result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
+        result.ordered = labels == again["labels"][0]
         truth = Truth.of(job, Tracker.restore(first["tracker"]).effects)
         outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
         for d in range(1, depth + 1):
