@@ -30,8 +30,8 @@ SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to,
 class Progress:
     """A one-line progress display on stderr, shown only for work that takes over a second."""
 
-    def __init__(self, what: str, stream: object = None) -> None:
-        self.what = what
+    def __init__(self, what: str, stream: object = None, unit: str = "chunks") -> None:
+        self.what, self.unit = what, unit
         self.stream = stream or sys.stderr
         self.start = time.monotonic()
         self.last = 0.0
@@ -47,7 +47,7 @@ class Progress:
         self.last = now
         rate = done / elapsed
         eta = (total - done) / rate if rate else 0.0
-        line = f"{self.what}: {done}/{total} chunks, {elapsed:.1f} s, about {eta:.0f} s left"
+        line = f"{self.what}: {done}/{total} {self.unit}, {elapsed:.1f} s, about {eta:.0f} s left"
         self.stream.write(f"\r{line} " if tty else line + "\n")
         self.stream.flush()
         self.shown = tty
@@ -294,7 +294,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
         _check_writable(args.records)
     model = args.model if any(a == "--model" or a.startswith("--model=") for a in argv) else "fresh-ids"
     job = jobs.load(args.job)
-    progress = Progress("sweeping")
+    progress = Progress("sweeping", unit="scenarios")  # a target's are played one by one, not in chunks
     try:
         result = sweep_target(
             args.target,

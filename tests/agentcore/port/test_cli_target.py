@@ -45,3 +45,9 @@ def test_import_agentcore_loads_neither_the_port_nor_any_third_party_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
     third_party = set(out[0].split()) - set(sys.stdlib_module_names) - {"agentcore"}
     assert third_party == set() and out[1] == "False"
+
+
+def test_a_target_sweep_counts_its_progress_in_scenarios_not_chunks():
+    p = run("--target", "examples.plain_loop:keyed_late", "--depth", "2", "--workers", "1")  # 104 scenarios, >1 s
+    assert p.returncode == 0, p.stderr
+    assert "sweeping: 92/92 scenarios" in p.stderr and "chunks" not in p.stderr
