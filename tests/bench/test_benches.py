@@ -29,3 +29,14 @@ def test_bench_table_times_the_table() -> None:
 def test_bench_workers_times_sweep_in_its_own_process() -> None:
     wall, own, pool = bench_workers.inner("table", 1, True)
     assert wall > 0 and own > 0 and pool == 0.0
+
+
+def test_bench_port_compares_the_fork_server_with_a_fresh_interpreter() -> None:
+    out = subprocess.run(
+        [sys.executable, "bench/bench_port.py", "--repeat", "1", "--workers", "1"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "| 1 | " in out and "with an interpreter per process" in out
