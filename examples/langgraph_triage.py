@@ -8,6 +8,9 @@ Targets: naive_* send no key, keyed_* send the chapter's key of (thread ID, tool
 saves every step before the next runs, *_exit only at the end (LangGraph's durability modes). With
 exit, nothing is durable before the end: a restart asks the model again, a real model mints new
 tool-call IDs, and the key made from them changes: keyed_exit doubles what naive_exit doubles.
+*_async saves each step in the background while the next one runs: its points change order from run to
+run, so its sweep is a sample (five passes unasked, rates with Wilson intervals), and keyed_async with a
+fresh-IDs model can double too (a tool may act before the write holding its reply lands).
 """
 
 from __future__ import annotations
@@ -57,3 +60,11 @@ def naive_exit(handle: Handle) -> str:
 
 def keyed_exit(handle: Handle) -> str:
     return run_graph(handle, graph(handle, keyed=True), "exit")
+
+
+def naive_async(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=False), "async")
+
+
+def keyed_async(handle: Handle) -> str:
+    return run_graph(handle, graph(handle, keyed=True), "async")

@@ -15,6 +15,7 @@ pytest.importorskip(
 from agentcore import jobs  # noqa: E402
 from agentcore.port import sweep_target  # noqa: E402
 from agentcore.port.labels import kind_of  # noqa: E402
+from agentcore.port.sampled import rates  # noqa: E402
 from agentcore.records import table_row  # noqa: E402
 
 JOB_FILE = "examples/triage4.json"
@@ -45,6 +46,17 @@ def test_with_exit_durability_a_key_from_fresh_call_ids_doubles_what_no_key_doub
 
 def test_a_model_that_repeats_its_ids_certifies_that_key_wrongly():
     assert table_row("keyed", sweep("keyed_exit", depth=1, model="fixed").records).with_dups == 0
+
+
+def test_async_durability_is_a_sample_whose_naive_tools_double():
+    result = sweep("naive_async", depth=1, samples=3)  # its saves race its next step: a sample
+    dup = rates(result.records)[0]
+    assert result.samples == 3 and len(result.labels) == 24 and dup.n == 72 and dup.hits > 0
+
+
+def test_async_keyed_tools_with_a_model_that_repeats_its_ids_double_nothing():
+    result = sweep("keyed_async", depth=1, samples=3, model="fixed")
+    assert rates(result.records)[0].hits == 0
 
 
 def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
