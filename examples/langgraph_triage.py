@@ -11,12 +11,15 @@ tool-call IDs, and the key made from them changes: keyed_exit doubles what naive
 *_async saves each step in the background while the next one runs: its points change order from run to
 run, so its sweep is a sample (five passes unasked, rates with Wilson intervals), and keyed_async with a
 fresh-IDs model can double too (a tool may act before the write holding its reply lands).
+*_functional is the agent on the functional API (@entrypoint, a @task per model and tool call): even
+with sync durability a task's writes go to a background executor, so it is sampled as async is.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langgraph.func import entrypoint, task
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
@@ -68,3 +71,40 @@ def naive_async(handle: Handle) -> str:
 
 def keyed_async(handle: Handle) -> str:
     return run_graph(handle, graph(handle, keyed=True), "async")
+
+
+def functional(handle: Handle, keyed: bool) -> Any:
+    """The same agent on LangGraph's functional API: an @entrypoint whose model and tool calls are @tasks."""
+    model = PortChatModel(handle=handle)
+    tools = {t.name: t for t in port_tools(handle, JOB, keyed=keyed)}
+
+    @task
+    def ask(messages: list[Any]) -> Any:
+        return model.invoke(messages)
+
+    @task
+    def act(call: dict[str, Any]) -> Any:
+        return tools[call["name"]].invoke({**call, "type": "tool_call"})
+
+    def build(saver: Any) -> Any:
+        @entrypoint(checkpointer=saver)
+        def agent(state: dict[str, Any]) -> dict[str, Any]:
+            messages = list(state["messages"])
+            while True:
+                reply = ask(messages).result()
+                messages.append(reply)
+                if not reply.tool_calls:
+                    return {"messages": messages}
+                messages += [f.result() for f in [act(c) for c in reply.tool_calls]]
+
+        return agent
+
+    return build
+
+
+def naive_functional(handle: Handle) -> str:
+    return run_graph(handle, functional(handle, keyed=False), "sync")
+
+
+def keyed_functional(handle: Handle) -> str:
+    return run_graph(handle, functional(handle, keyed=True), "sync")

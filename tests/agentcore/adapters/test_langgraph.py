@@ -59,6 +59,13 @@ def test_async_keyed_tools_with_a_model_that_repeats_its_ids_double_nothing():
     assert rates(result.records)[0].hits == 0
 
 
+def test_the_functional_api_s_points_are_the_prototype_s_and_its_fixed_id_key_doubles_nothing():
+    result = sweep("keyed_functional", depth=1, samples=2, model="fixed")  # its task writes run in the background
+    kinds = Counter(kind_of(label) for label in result.labels)
+    assert kinds == {"put": 2, "put_writes": 9, "reply": 4, "effect": 3}
+    assert rates(result.records)[0].hits == 0
+
+
 def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
     from agentcore.adapters.langgraph import port_saver
 
