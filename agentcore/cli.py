@@ -275,6 +275,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
     """A user's loop swept through the port: the conditions a target takes (the model, its seed);
     the others are refused rather than ignored."""
     from agentcore.port import sweep_target  # here: `import agentcore` loads none of the port
+    from agentcore.port.sweep import runtime_of
 
     unusable = [
         c.flag for c in CONDITIONS if c.name not in ("model", "seed") and getattr(args, c.name) != c.text(c.default)
@@ -313,7 +314,8 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
         progress.close()
     print(
         f"{len(result.records)} scenarios over {len(result.labels)} points; model {model}; children's network: "
-        f"{result.hello['network']}",
+        f"{result.hello['network']}; Python {result.hello['python']}; runtime: "
+        f"{runtime_of(result.hello.get('versions', {}))}",
         file=sys.stderr,
     )
     if args.records:

@@ -37,7 +37,7 @@ VERSIONS = {
     "langgraph-checkpoint": "4.3.2",
     "langgraph-checkpoint-sqlite": "3.1.2",
     "langchain-core": "1.8.3",
-}  # pinned in requirements-langgraph.txt; shown beside each row
+}  # pinned in requirements-langgraph.txt; a sweep prints what it ran on (its hello's versions)
 TASK = "Triage the new reports."
 
 

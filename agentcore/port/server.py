@@ -2,8 +2,9 @@
 scenario it is sent by forking one child per process of it, holding the world itself.
 
 Rules:
-- Protocol on stdin/stdout, one JSON object per line: the server first says hello (its Python,
-  the target, whether children run without network); then each request {"plan": [label, ...]}
+- Protocol on stdin/stdout, one JSON object per line: the server first says hello (its Python, the
+  target, the versions of the distributions the target imported, whether children run without
+  network); then each request {"plan": [label, ...]}
   gets one outcome (`play`'s). Nothing else is written to stdout: a child's stdout goes to stderr.
 - The world of a scenario (the scripted model, the tracker stand-in) is made fresh for it and
   lives here, in the server: a crash loses only what the child held. The child asks for every
@@ -244,10 +245,32 @@ class Server:
             os._exit(code)
 
 
+def imported_versions() -> dict[str, str]:
+    """The installed distributions whose packages this process has imported, with their versions: what
+    a row of the target's sweep was measured on (its runtime's, once the target is imported)."""
+    from importlib import metadata
+
+    owners = metadata.packages_distributions()
+    names = {d for top in {m.partition(".")[0] for m in list(sys.modules)} for d in owners.get(top, ())}
+    found = {}
+    for name in sorted(names, key=str.lower):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:  # a package owned by no installed distribution's record
+            continue
+    return found
+
+
 def serve(server: Server, target_name: str, rfile: Any = None, wfile: Any = None) -> None:
     """The protocol loop: hello, then one outcome per request line, until stdin ends."""
     rfile, wfile = rfile or sys.stdin, wfile or sys.stdout
-    hello = {"ready": True, "target": target_name, "python": sys.version.split()[0], "network": server.network}
+    hello = {
+        "ready": True,
+        "target": target_name,
+        "python": sys.version.split()[0],
+        "network": server.network,
+        "versions": imported_versions(),
+    }
     wfile.write(json.dumps(hello) + "\n")
     wfile.flush()
     for line in rfile:

@@ -41,6 +41,17 @@ TRACKER = "keyed"
 AUTO_SAMPLES = 5
 
 
+# The agent runtimes a row names with their versions (distribution names' beginnings); the rest of
+# what a target imports (pydantic, orjson...) stays in the hello.
+RUNTIMES = ("langgraph", "langchain", "dbos", "pydantic-ai", "pydantic_ai", "crewai", "openai-agents", "google-adk")
+
+
+def runtime_of(versions: dict[str, str]) -> str:
+    """The runtime a target's rows were measured on, as a row's note says it."""
+    named = [f"{d} {v}" for d, v in versions.items() if d.lower().startswith(RUNTIMES)]
+    return ", ".join(named) or "plain Python (no agent runtime imported)"
+
+
 class TargetError(BadInput):
     """A target that cannot be swept (it cannot be imported, fails uncrashed, or is not deterministic
     in its points); the message says which and how."""

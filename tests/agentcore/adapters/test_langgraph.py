@@ -66,6 +66,14 @@ def test_the_functional_api_s_points_are_the_prototype_s_and_its_fixed_id_key_do
     assert rates(result.records)[0].hits == 0
 
 
+def test_a_row_names_the_pinned_runtime_it_was_measured_on():
+    from agentcore.adapters.langgraph import VERSIONS
+    from agentcore.port.sweep import runtime_of
+
+    shown = runtime_of(sweep("keyed_sync", depth=1).hello["versions"])
+    assert all(f"{d} {v}" in shown for d, v in VERSIONS.items()), (shown, VERSIONS)
+
+
 def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
     from agentcore.adapters.langgraph import port_saver
 

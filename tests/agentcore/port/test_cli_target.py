@@ -51,3 +51,9 @@ def test_a_target_sweep_counts_its_progress_in_scenarios_not_chunks():
     p = run("--target", "examples.plain_loop:keyed_late", "--depth", "2", "--workers", "1")  # 104 scenarios, >1 s
     assert p.returncode == 0, p.stderr
     assert "sweeping: 92/92 scenarios" in p.stderr and "chunks" not in p.stderr
+
+
+def test_a_target_sweep_names_the_runtime_it_was_measured_on():
+    p = run("--target", "examples.plain_loop:keyed", "--depth", "1")
+    assert p.returncode == 0, p.stderr
+    assert f"Python {sys.version.split()[0]}; runtime: plain Python (no agent runtime imported)" in p.stderr
