@@ -15,15 +15,15 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_workers  # noqa: E402
 
 
-def test_bench_table_times_the_table() -> None:
-    out = subprocess.run(
-        [sys.executable, "bench/bench_table.py", "--repeat", "1", "--workers", "1"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
+def bench(script: str, *args: str) -> str:
+    """What a bench printed, run as the docs say, from the repository's root."""
+    return subprocess.run(
+        [sys.executable, f"bench/{script}", *args], cwd=ROOT, check=True, capture_output=True, text=True
     ).stdout
-    assert "scenarios/s" in out
+
+
+def test_bench_table_times_the_table() -> None:
+    assert "scenarios/s" in bench("bench_table.py", "--repeat", "1", "--workers", "1")
 
 
 def test_bench_workers_times_sweep_in_its_own_process() -> None:
@@ -32,11 +32,5 @@ def test_bench_workers_times_sweep_in_its_own_process() -> None:
 
 
 def test_bench_port_compares_the_fork_server_with_a_fresh_interpreter() -> None:
-    out = subprocess.run(
-        [sys.executable, "bench/bench_port.py", "--repeat", "1", "--workers", "1"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    out = bench("bench_port.py", "--repeat", "1", "--workers", "1")
     assert "| 1 | " in out and "with an interpreter per process" in out
