@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from agentcore import Kind
+from agentcore.port.labels import KINDS as PORT_KINDS
 
 METRIC_TITLES = {
     "duplicates": "duplicate effects",
@@ -50,7 +51,7 @@ def kind_codes(kinds: Iterable[str]) -> dict[str, str]:
     codes: dict[str, str] = {}
     taken: set[str] = set()
     for kind in kinds:
-        words = kind.upper().split("-")
+        words = kind.upper().replace("_", "-").split("-")
         first, second = words[0][:1], words[1] if len(words) > 1 else ""
         tries = itertools.chain(
             [first + second[:n] for n in range(1, len(second) + 1)] or [first],
@@ -63,9 +64,10 @@ def kind_codes(kinds: Iterable[str]) -> dict[str, str]:
     return codes
 
 
-# The codes of agentcore's kinds, in the enum's order: a kind added to it later takes a code no earlier
-# kind has, so the codes the pages and the README show stay as they are.
-KIND_CODES = kind_codes(k.value for k in Kind)
+# The codes of agentcore's kinds, in the enum's order, then the port's (a target's points): a kind
+# added to either later takes a code no earlier kind has, so the codes the pages and the README show
+# stay as they are.
+KIND_CODES = kind_codes([*(k.value for k in Kind), *PORT_KINDS])
 
 # Above this many cells a map carries no in-cell codes (Plotly draws one SVG text per cell); its axes
 # and hover still name the kinds.

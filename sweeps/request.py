@@ -13,12 +13,14 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import agentcore as agentsweep
 from agentcore import Job
 from sweeps import cost
+from sweeps import targets as sweep_targets
 from sweeps.configs import (
     Conditions,
     audit_configs_for,
@@ -55,7 +57,7 @@ class LaunchRequest:
 def launch_request(
     *,
     job_source: str,
-    configs: list[dict[str, str]],
+    configs: Sequence[dict[str, str]] = (),
     depth: int = 2,
     runs: int = 1,
     person: str = "scripted",
@@ -63,16 +65,24 @@ def launch_request(
     name: str = "",
     notes: str = "",
     job: Job | None = None,
+    targets: Sequence[str] = (),
     **conditions: Any,
 ) -> LaunchRequest:
     """The launch of these settings, checked and planned (see the rules); `job`: the job already
     parsed from `job_source` (the form's), not parsed again. `conditions`: Conditions' fields, the
     missing ones at agentcore's defaults. Bad settings and a sweep too big raise ValidationError
-    (sweeps.plan.checked_plan; a launch's planning over LAUNCH_STEPS: cost.TooCostly)."""
+    (sweeps.plan.checked_plan; a launch's planning over LAUNCH_STEPS: cost.TooCostly).
+
+    `targets`: registered targets' names (sweeps.targets) instead of `configs`: their fork servers
+    plan the sweep; the model is fresh-ids unless `conditions` name it."""
     name, notes = clean_name_notes(name, notes)
+    if targets:
+        conditions.setdefault("model", sweep_targets.DEFAULT_MODEL)
     given = conditions_from(conditions)
     job = clean_settings(job_source, depth, runs, person, source_name, given, job)
-    clean = clean_configs(configs)
+    if targets:
+        return _target_request(job, job_source, source_name, list(targets), depth, runs, person, given, name, notes)
+    clean = clean_configs(list(configs))
     planned, chunks, run_steps = checked_plan(job, job_source, clean, depth, runs, person, given, PLAN_BUDGET)
     # A launch's planning plays each configuration's run for its points and for its truth.
     if 2 * run_steps > LAUNCH_STEPS:
@@ -90,6 +100,45 @@ def launch_request(
         notes,
         planned,
         tuple(chunks.chunks),
+    )
+
+
+def _target_request(
+    job: Job,
+    job_source: str,
+    source_name: str,
+    names: list[str],
+    depth: int,
+    runs: int,
+    person: str,
+    given: Conditions,
+    name: str,
+    notes: str,
+) -> LaunchRequest:
+    """A launch of registered targets (sweeps.targets): their planning runs are the target's own,
+    so a depth-2 or 3 size is an estimate (each restart meets at most the points of a whole run)."""
+    sweep_targets.check_settings(depth, runs, person, given._asdict())
+    configs, chunks, planned = sweep_targets.plan_targets(names, job, job_source, given.model, given.seed)
+    rows = []
+    for p in planned:
+        n = len(p.labels)
+        deeper = n * (n + 1) // 2 if depth >= 2 else 0  # a restart after point i meets about n - i + 1
+        deepest = deeper * (n + 1) // 3 if depth == 3 else 0
+        rows += [(sweep_targets.row_name(p), n, n + deeper + deepest)] * p.samples
+    planned_size = Plan(len(chunks), sum(r[2] for r in rows), depth == 1, tuple(rows))
+    return LaunchRequest(
+        job,
+        job_source,
+        source_name,
+        tuple(configs),
+        depth,
+        runs,
+        person,
+        given,
+        name,
+        notes,
+        planned_size,
+        tuple(chunks),
     )
 
 

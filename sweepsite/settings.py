@@ -208,6 +208,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 # again, and so does `manage.py sweep` while it waits. 0: this worker never leads (it still renews
 # the leases of the chunks it plays).
 SWEEPSITE_STALL_SECONDS = float(os.environ.get("SWEEPSITE_STALL_SECONDS", str(limits.STALL_SECONDS)))
+# The agents an operator lets people sweep from the dashboard (sweeps.targets: a registration is
+# `name=package.module:attribute[@/path/to/python]`, `;`-separated, or a JSON object); never a module
+# path typed into a form. Unset: the examples (examples/plain_loop.py, and examples/langgraph_triage.py
+# where the LangGraph extra is installed).
+SWEEPSITE_TARGETS = os.environ.get("SWEEPSITE_TARGETS")
+# Seconds each process of a target's scenario may take before it counts as hung (agentcore.port).
+SWEEPSITE_TARGET_TIMEOUT = float(os.environ.get("SWEEPSITE_TARGET_TIMEOUT", "30"))
 # The queue the dashboard's tasks go to; under pytest one per test session, so that test runs
 # sharing a Redis never take each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get(

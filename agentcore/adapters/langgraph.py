@@ -12,10 +12,17 @@ Rules:
   A put's detail is its step (`metadata["step"]`), a put_writes' the task's node and the channels it
   writes: names a reordering runtime keeps (never a position).
 - Resume: `invoke(None, cfg)` when the saver holds a checkpoint of the thread, else the input.
+- The saver is a SqliteSaver in the scenario's folder, or, with AGENTCORE_LANGGRAPH_POSTGRES set to
+  a PostgreSQL URL (a throwaway database: nothing is dropped), a PostgresSaver in a schema of its
+  own per scenario (named from the scenario's folder, so a restart finds its process's saves;
+  emptied by the scenario's first process).
+  PostgresSaver is imported where the fork server imports the target (its version is in the rows;
+  no child pays the import) and connects in the child (a forked connection is never shared).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -31,6 +38,10 @@ from pydantic import ConfigDict, create_model
 
 from agentcore.jobs import Job
 from agentcore.port import Handle, instrument
+
+POSTGRES = "AGENTCORE_LANGGRAPH_POSTGRES"
+if os.environ.get(POSTGRES):
+    from langgraph.checkpoint.postgres import PostgresSaver
 
 VERSIONS = {
     "langgraph": "1.2.24",
@@ -110,16 +121,41 @@ def _writes_detail(config: Any, writes: Sequence[tuple[str, Any]], task_id: str,
     return " ".join([node or "task", *sorted({str(channel) for channel, _ in writes})])
 
 
-def port_saver(handle: Handle) -> SqliteSaver:
-    """A SqliteSaver in the scenario's folder whose every write is a point."""
-    conn = sqlite3.connect(os.path.join(handle.workdir, "graph.sqlite"), check_same_thread=False)
-    saver = SqliteSaver(conn)
+def schema_of(workdir: str) -> str:
+    """The PostgreSQL schema of a scenario's saves (one per scenario folder)."""
+    return "agentcore_" + hashlib.sha256(os.path.abspath(workdir).encode()).hexdigest()[:20]
+
+
+def _postgres_saver(url: str, handle: Handle) -> Any:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    schema = schema_of(handle.workdir)
+    conn = psycopg.connect(
+        url, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=f"-c search_path={schema}"
+    )
+    if handle.process == 1:  # a scenario starts with no saves, even where an old folder's name came back
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+    saver = PostgresSaver(conn)
+    saver.setup()
+    return saver
+
+
+def port_saver(handle: Handle) -> Any:
+    """A saver of the scenario (SqliteSaver, or PostgresSaver: see the rules) whose every write is a point."""
+    url = os.environ.get(POSTGRES)
+    if url:
+        saver = _postgres_saver(url, handle)
+    else:
+        conn = sqlite3.connect(os.path.join(handle.workdir, "graph.sqlite"), check_same_thread=False)
+        saver = SqliteSaver(conn)
     instrument(saver, ["put"], "put", handle, _put_detail)
     instrument(saver, ["put_writes"], "put_writes", handle, _writes_detail)
     return saver
 
 
-def run_graph(handle: Handle, build: Callable[[SqliteSaver], Any], durability: str = "sync") -> str:
+def run_graph(handle: Handle, build: Callable[[Any], Any], durability: str = "sync") -> str:
     """Build the graph over a port saver, resume it or start it, and return the final answer."""
     saver = port_saver(handle)
     graph = build(saver)

@@ -128,6 +128,7 @@ class ChunkResult:
     waiting: list[tuple[int, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     explored: int = 0  # scenario plays: the records less those agentcore.harness.merge rebuilt from a tree
     row: TableRow | None = None  # the records' table row, where they were not kept (records and waiting empty)
+    timelines: bool = False  # every record carries its timeline and effects: store them (a target's: never replayed)
 
 
 def run_chunk(

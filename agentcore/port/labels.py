@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+# The kinds the port and its adapters name (a user's own `point(kind, ...)` comes as it is named).
+KINDS = ("put", "put_writes", "reply", "effect")
 DETAIL_CHARS = 60  # a detail is cut to this many characters: labels stay readable in a table
 
 

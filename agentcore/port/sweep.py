@@ -226,6 +226,76 @@ def sweep_target(
     return result
 
 
+@dataclass(frozen=True)
+class Uninterrupted:
+    """What a server's two uninterrupted runs of a target gave: the first run's labels in order (the
+    points a plan names), whether the second met them in the same order, and the truth its effects are
+    checked against."""
+
+    labels: list[str]
+    ordered: bool
+    truth: Truth
+
+
+def uninterrupted(server: Served, target: str, job: Job) -> Uninterrupted:
+    """Play the target twice uncrashed on `server`; TargetError if a run does not finish or the two
+    meet different sets of points (see the rules)."""
+    first, again = server.play(()), server.play(())
+    for o in (first, again):
+        if o["status"] != "done":
+            raise TargetError(f"target {target}: its uninterrupted run ended {o['status']}: {o['error']}")
+    if diff := label_set_difference(first["labels"][0], again["labels"][0]):
+        raise TargetError(
+            f"target {target}: two uninterrupted runs met different points ({diff}); "
+            "name points by a stable detail, not by position"
+        )
+    labels = first["labels"][0]
+    return Uninterrupted(labels, labels == again["labels"][0], Truth.of(job, Tracker.restore(first["tracker"]).effects))
+
+
+def play_from(
+    server: Served, target: str, job: Job, runs: Uninterrupted, first: str, depth: int
+) -> list[tuple[ScenarioRecord, dict[str, Any]]]:
+    """Every scenario whose first process crashes at the label `first`, to `depth`, played in turn on
+    one server (a dashboard chunk): each with its outcome, in the CLI's order (the once scenario,
+    then each twice one followed by its thrice ones)."""
+    out: list[tuple[ScenarioRecord, dict[str, Any]]] = []
+    met: dict[tuple[str, ...], list[str]] = {}  # a plan -> the labels its last process met
+
+    def play(plan: tuple[str, ...]) -> None:
+        o = server.play(plan)
+        points = [runs.labels] + [met[plan[:i]] for i in range(1, len(plan))]
+        out.append((record(target, job, runs.truth, o, points), o))
+        if len(plan) < depth and not o["missed"]:
+            met[plan] = o["labels"][-1]
+            for label in met[plan]:
+                play(plan + (label,))
+
+    play((first,))
+    return out
+
+
+# How a target's points show in a scenario's timeline: the event kinds agentcore's own loop logs (a
+# saver's write is a save, in the checkpoint lane; a reply the model's; an effect the tracker's).
+TIMELINE_KINDS = {"put": "save", "put_writes": "save", "reply": "model", "effect": "tracker"}
+
+
+def timeline(outcome: dict[str, Any]) -> list[dict[str, str]]:
+    """A scenario's timeline from its outcome: each process's points in order, the crash at the last
+    point of each crashed process, a restart before each later process."""
+    events: list[dict[str, str]] = []
+    plan, processes = outcome["plan"], outcome["labels"]
+    for i, labels in enumerate(processes):
+        events.append({"kind": "restart" if i else "start", "text": f"process {i + 1}"})
+        for label in labels:
+            events.append({"kind": TIMELINE_KINDS.get(kind_of(label), "other"), "text": label})
+        if i < len(processes) - 1:  # a later process: this one died at its plan's label
+            events.append({"kind": "crash", "text": plan[i]})
+    if outcome["status"] != "done":
+        events.append({"kind": "failed", "text": f"{outcome['status']}: {outcome['error']}"})
+    return events
+
+
 def _pass(
     target: str,
     job: Job,
@@ -236,19 +306,10 @@ def _pass(
 ) -> TargetSweep:
     """One pass of the sweep on its own servers (closed at the end)."""
     try:
-        first, again = servers[0].play(()), servers[0].play(())
-        for o in (first, again):
-            if o["status"] != "done":
-                raise TargetError(f"target {target}: its uninterrupted run ended {o['status']}: {o['error']}")
-        if diff := label_set_difference(first["labels"][0], again["labels"][0]):
-            raise TargetError(
-                f"target {target}: two uninterrupted runs met different points ({diff}); "
-                "name points by a stable detail, not by position"
-            )
-        labels = first["labels"][0]
+        runs = uninterrupted(servers[0], target, job)
+        labels = runs.labels
         result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
-        result.ordered = labels == again["labels"][0]
-        truth = Truth.of(job, Tracker.restore(first["tracker"]).effects)
+        result.ordered = runs.ordered
         outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
         for d in range(1, depth + 1):
             restarts = {p: o["labels"][-1] for p, o in outcomes.items() if not o["missed"]}
@@ -256,7 +317,7 @@ def _pass(
             outcomes |= play_all(servers, todo, progress)
         for plan, o in outcomes.items():
             met = [labels] + [outcomes[plan[:i]]["labels"][-1] for i in range(1, len(plan))]
-            result.records.append(record(target, job, truth, o, met))
+            result.records.append(record(target, job, runs.truth, o, met))
         return result
     finally:
         for s in servers:

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 import agentcore as _audit
 from agentcore import BUILTIN, DESIGNS, MODES
 from agentcore import CONDITIONS_BY_NAME as NAMED
+from sweeps import targets as sweep_targets
 from sweeps.configs import DEPTH_3_PERSON, Conditions, builtin_job_source, clean_spelled
 from sweeps.forms.fields import launch_fields, section
 from sweeps.forms.jobfiles import checked_job, read_job_file
@@ -39,6 +40,11 @@ class LaunchForm(forms.Form):
                 "the verdicts",
             ),
             ("custom", "the designs × tracker modes chosen below"),
+            (
+                "targets",
+                "the registered agents chosen below: your own loops, crashed through the port at each of "
+                "their points (their saves, the model's replies, the tools' effects)",
+            ),
         ],
         initial="table",
         widget=forms.RadioSelect,
@@ -50,6 +56,19 @@ class LaunchForm(forms.Form):
     )
     trackers = forms.MultipleChoiceField(
         choices=[(m, m) for m in MODES], required=False, widget=forms.CheckboxSelectMultiple, label="tracker modes"
+    )
+    # The registered targets (sweeps.targets; settings.SWEEPSITE_TARGETS), by name: never a module path.
+    targets = forms.MultipleChoiceField(
+        choices=[], required=False, widget=forms.CheckboxSelectMultiple, label="registered agents"
+    )
+    # A target's model, from the model condition's declaration, at fresh IDs as a real provider's: the
+    # World section's model stays the designs' (a target's sweep refuses it changed).
+    target_model = forms.ChoiceField(
+        choices=NAMED["model"].choices,
+        initial=sweep_targets.DEFAULT_MODEL,
+        required=False,
+        label="the agents' model",
+        help_text="fresh-ids, as a real provider: a restart that asks again gets new tool-call IDs",
     )
     depth = forms.TypedChoiceField(
         choices=[
@@ -87,6 +106,12 @@ class LaunchForm(forms.Form):
         help_text="optional: what this sweep is for",
     )
     request_token = forms.UUIDField(widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["targets"].choices = [
+            (r.name, f"{r.name} ({r.target})") for r in sweep_targets.registered().values()
+        ]
 
     def clean_job_file(self) -> Any:
         f = self.cleaned_data.get("job_file")
@@ -153,6 +178,16 @@ class LaunchForm(forms.Form):
                 self.add_error("designs", "choose at least one design")
             if not data.get("trackers"):
                 self.add_error("trackers", "choose at least one tracker mode")
+        if data.get("preset") == "targets":
+            if not data.get("targets"):
+                self.add_error(
+                    "targets",
+                    "choose at least one registered agent"
+                    if self.fields["targets"].choices
+                    else "no agent is registered here: the operator sets SWEEPSITE_TARGETS",
+                )
+            if data.get("model") != NAMED["model"].default:
+                self.add_error("model", "a target's model is chosen with the agents (the agents' model)")
         data["source_name"] = name
         return data
 
@@ -160,18 +195,23 @@ class LaunchForm(forms.Form):
         """The launch a valid form asks for, checked and planned once (sweeps.request), or None with
         its refusal added to the form's errors."""
         data = self.cleaned_data
+        world = {c: data[c] for c in Conditions._fields}
+        chosen: list[str] = []
+        if data["preset"] == "targets":
+            chosen, world["model"] = data["targets"], data.get("target_model") or sweep_targets.DEFAULT_MODEL
         try:
             return launch_request(
                 job_source=data["job_source"],
                 job=data["job_obj"],
                 source_name=data["source_name"],
-                configs=preset_configs(data),
+                configs=[] if chosen else preset_configs(data),
+                targets=chosen,
                 depth=data["depth"],
                 runs=data["runs"],
                 person=data["person"],
                 name=data["name"],
                 notes=data["notes"],
-                **{c: data[c] for c in Conditions._fields},
+                **world,
             )
         except ValidationError as e:
             for message in e.messages:

@@ -9,7 +9,8 @@ from typing import Any
 from django.db.models import Count, Q, Sum
 
 from agentcore import COLUMNS, DEPTH_COLUMNS, TableRow, records
-from sweeps import pagecache
+from agentcore.port.sampled import Rate
+from sweeps import pagecache, targets
 from sweeps.limits import COMPARE_CHOICES
 from sweeps.models import Question, Scenario, Sweep
 
@@ -39,10 +40,71 @@ def sweep_table(sweep: Sweep) -> list[TableRow]:
     aggregates = {**_TABLE_AGGREGATES, **(_DEPTH_AGGREGATES if sweep.depth == 3 else {})}
     agg = Scenario.objects.filter(sweep=sweep).values("config").annotate(**aggregates)
     by_config = {a["config"]: a for a in agg}
-    return [
+    rows = [
         TableRow(cfg["name"], **{c: by_config.get(i, {}).get(c) or 0 for c in aggregates})
         for i, cfg in enumerate(sweep.configs)
     ]
+    return _merged_passes(sweep.configs, rows)
+
+
+def row_configs(configs: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """The configurations behind each table row, in order: one each, but a sampled target's passes
+    (configurations of one target design and name: sweeps.targets) share one row."""
+    groups: list[list[int]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for i, cfg in enumerate(configs):
+        key = (cfg["design"], cfg["name"])
+        if targets.is_target(cfg) and key in seen:
+            groups[seen[key]].append(i)
+            continue
+        seen[key] = len(groups)
+        groups.append([i])
+    return groups
+
+
+def _merged_passes(configs: Sequence[dict[str, Any]], rows: list[TableRow]) -> list[TableRow]:
+    """A sampled target's passes as one row, their counts summed: the row of the sample, never one
+    pass's count shown as exact."""
+    out = []
+    for group in row_configs(configs):
+        first = rows[group[0]]
+        out.append(
+            TableRow(
+                first.name, **{c: sum(getattr(rows[i], c) or 0 for i in group) for c in (*COLUMNS, *DEPTH_COLUMNS)}
+            )
+            if len(group) > 1
+            else first
+        )
+    return out
+
+
+def sampled_rates(sweep: Sweep) -> list[dict[str, Any]]:
+    """Each sampled target's row (sweeps.targets) as rates with their 95% Wilson intervals:
+    [{"name", "samples", "scenarios", "rates": [text, ...]}] (none for a sweep of exact rows)."""
+    passes: dict[str, list[int]] = {}
+    for i, cfg in enumerate(sweep.configs):
+        if targets.is_target(cfg) and "[sampled" in cfg["name"]:
+            passes.setdefault(cfg["name"], []).append(i)
+    out = []
+    for name, indexes in passes.items():
+        agg = Scenario.objects.filter(sweep=sweep, config__in=indexes).aggregate(
+            n=Count("id"),
+            dups=Count("id", filter=Q(duplicates__gt=0)),
+            missing=Count("id", filter=Q(missing__gt=0)),
+            wrong=Count("id", filter=Q(wrong__gt=0)),
+        )
+        if not agg["n"]:
+            continue
+        what = (("with duplicates", "dups"), ("with missing effects", "missing"), ("with wrong effects", "wrong"))
+        out.append(
+            {
+                "name": name,
+                "samples": len(indexes),
+                "scenarios": agg["n"],
+                "rates": [Rate(label, agg[key], agg["n"]).text() for label, key in what],
+            }
+        )
+    return out
 
 
 def table_columns(*sweeps: Sweep) -> tuple[str, ...]:

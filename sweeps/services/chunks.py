@@ -23,6 +23,8 @@ from django.db.models import F
 from django.utils import timezone
 
 import agentcore as agentsweep
+from agentcore import parse_job
+from sweeps import targets
 from sweeps.configs import agent_config
 from sweeps.limits import ERROR_CHARS, KEY_CHARS, KIND_CHARS, LABEL_CHARS, MAX_CHUNK_ATTEMPTS, QID_CHARS
 from sweeps.models import Chunk, Question, Scenario, Sweep, take
@@ -199,7 +201,11 @@ def _run_and_store(claimed: list[Claimed]) -> int:
     if over:
         chunk_failed(chunk_id=over[0].id, error=f"started {over[0].attempts} times without being stored")
         return 0
-    sweep = Sweep.objects.only("job_source", "configs", "depth", "runs", "person").filter(pk=sweep_id).first()
+    sweep = (
+        Sweep.objects.only("job_source", "configs", "depth", "runs", "person", "model", "seed")
+        .filter(pk=sweep_id)
+        .first()
+    )
     if sweep is None:  # deleted since the claim: nothing to play, nothing to store
         return 0
     played: list[tuple[int, agentsweep.ChunkResult]] = []
@@ -209,6 +215,9 @@ def _run_and_store(claimed: list[Claimed]) -> int:
         for c in claimed:
             # Timelines are kept only for waiting scenarios (their page needs them while they
             # wait); any other scenario's timeline is replayed on demand (scenario_timeline).
+            if targets.is_target(sweep.configs[c.config]):
+                played.append((c.id, _target_chunk(sweep, c)))
+                continue
             chunk = agentsweep.Chunk(
                 c.config, c.first_point, c.kind, c.label, c.second_from, c.second_to, answers.get(c.id) or {}
             )
@@ -227,6 +236,22 @@ def _run_and_store(claimed: list[Claimed]) -> int:
     return stored
 
 
+def _target_chunk(sweep: Sweep, c: Claimed) -> agentsweep.ChunkResult:
+    """A registered target's chunk, played through its fork server (sweeps.targets)."""
+    job = parse_job(sweep.job_source, "stored job")
+    return targets.play_chunk(
+        sweep.configs,
+        c.config,
+        c.first_point,
+        c.label,
+        job,
+        sweep.job_source,
+        sweep.depth,
+        model=sweep.model,
+        seed=sweep.seed,
+    )
+
+
 def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> int:
     """One transaction: each chunk's conditional UPDATE (a chunk another worker stored first is
     left out), then one INSERT of every row of the chunks won, then their questions."""
@@ -241,7 +266,9 @@ def _store(sweep_id: int, played: list[tuple[int, agentsweep.ChunkResult]]) -> i
         for _, res in won:
             waiting = {i for i, _, _ in res.waiting}
             rows += [
-                record_row(sweep_id, res.config, r, _json_values(r, conn) if i in waiting else (None, None))
+                record_row(
+                    sweep_id, res.config, r, _json_values(r, conn) if res.timelines or i in waiting else (None, None)
+                )
                 for i, r in enumerate(res.records)
             ]
         if rows:

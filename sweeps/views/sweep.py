@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from agentcore import COLUMNS, DEPTH_COLUMNS
-from sweeps import limits, roles, selectors
+from sweeps import limits, roles, selectors, targets
 from sweeps.forms.lists import SweepNotesForm
 from sweeps.models import Sweep
 from sweeps.services import lifecycle, recovery
@@ -63,6 +63,7 @@ def sweep_detail(request: HttpRequest, sweep_id: int) -> HttpResponse:
             "may": may,
             "cancellable": sweep.status in (Sweep.Status.RUNNING, Sweep.Status.WAITING),
             "notes_form": SweepNotesForm(instance=sweep) if may["edit"] else None,
+            "sampled": selectors.sampled_rates(sweep),
         },
     )
 
@@ -74,7 +75,10 @@ def _table(sweep: Sweep) -> dict[str, Any]:
     table = selectors.sweep_table_live(sweep)
     base = reverse("sweeps:scenarios", args=[sweep.pk])
     rows = []
+    groups = selectors.row_configs(sweep.configs)
     for i, row in enumerate(table["rows"]):
+        # A sampled target's row stands for its passes' configurations: its numbers open all of them.
+        which = {"config": groups[i][0]} if len(groups[i]) == 1 else {"design": _design_column(sweep, groups[i][0])}
         waiting = row["waiting"]
         not_final = (
             f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
@@ -85,7 +89,7 @@ def _table(sweep: Sweep) -> dict[str, Any]:
         cells = []
         for col in row["values"]:
             linked = (DEPTH3_FILTERS if sweep.depth == 3 else {}).get(col) or COLUMN_FILTERS[col]
-            query = "&".join(f"{k}={v}" for k, v in {"config": i, **linked}.items())
+            query = "&".join(f"{k}={v}" for k, v in {**which, **linked}.items())
             value = row["values"][col]
             cells.append(
                 {"col": col, "value": value, "url": f"{base}?{query}", "title": not_final if value is None else ""}
@@ -93,14 +97,21 @@ def _table(sweep: Sweep) -> dict[str, Any]:
         rows.append(
             {
                 "name": row["name"],
-                "config": i,
-                "url": f"{base}?config={i}",
+                "config": groups[i][0],
+                "url": f"{base}?" + "&".join(f"{k}={v}" for k, v in which.items()),
                 "cells": cells,
                 "waiting": waiting,
-                "waiting_url": f"{base}?config={i}&status=waiting",
+                "waiting_url": f"{base}?config={groups[i][0]}&status=waiting",
+                "runtime": sweep.configs[groups[i][0]].get("runtime", ""),
             }
         )
     return {"partial": table["partial"], "waiting": table["waiting"], "rows": rows}
+
+
+def _design_column(sweep: Sweep, config: int) -> str:
+    """What a configuration's scenario rows hold in their design column (a target's: its name)."""
+    design = sweep.configs[config]["design"]
+    return design.removeprefix(targets.DESIGN)
 
 
 def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ import pytest
 
 import agentcore as agentsweep
 from agentcore import Kind, designs, jobs
+from agentcore.port.labels import KINDS as PORT_KINDS
 from sweeps import charts, selectors, swimlanes
 
 NAMES = ["save once per turn", "keys and markers"]
@@ -104,8 +105,8 @@ def test_design_first_cells_name_their_kind():
 
 
 def test_kind_codes_are_one_per_crash_point_kind():
-    assert set(charts.KIND_CODES) == {k.value for k in Kind}
-    assert len(set(charts.KIND_CODES.values())) == len(Kind)
+    assert set(charts.KIND_CODES) == {k.value for k in Kind} | set(PORT_KINDS)
+    assert len(set(charts.KIND_CODES.values())) == len(Kind) + len(PORT_KINDS)
     # The codes the legend and the README name, spelled out (the mapping above is built from them).
     assert {
         k: charts.KIND_CODES[k]
@@ -117,12 +118,14 @@ def test_kind_codes_are_one_per_crash_point_kind():
         "reply-arrived": "RA",
         "approval-pending": "AP",
     }
+    # A target's points (agentcore.port): put, put_writes, reply, effect.
+    assert [charts.KIND_CODES[k] for k in PORT_KINDS] == ["P", "PW", "R", "E"]
 
 
 def test_a_kind_added_later_never_takes_an_earlier_kind_s_code():
     kinds = [k.value for k in Kind]
     codes = charts.kind_codes([*kinds, "tracker-crashed", "tracker-restarted"])
-    assert {k: codes[k] for k in kinds} == charts.KIND_CODES
+    assert {k: codes[k] for k in kinds} == {k: charts.KIND_CODES[k] for k in kinds}
     assert (codes["tracker-crashed"], codes["tracker-restarted"]) == ("TC", "TRE")
     assert len(set(codes.values())) == len(codes)
 

@@ -329,3 +329,28 @@ def test_the_planned_size_of_a_depth_3_launch_counts_its_thrice_scenarios_or_ref
     assert plan["text"].startswith("412 chunks · about 167,000 scenarios")
     r = auth.post(reverse("sweeps:plan"), launch_data(depth="3", runs="2"))
     assert r.status_code == 400 and "more than the 1,000,000" in r.json()["errors"][0]
+
+
+def test_the_form_launches_a_registered_agent_by_its_name(auth, settings):
+    settings.SWEEPSITE_TARGETS = "naive=examples.plain_loop:naive"
+    r = auth.post(reverse("sweeps:launch"), launch_data(preset="targets", targets=["naive"], depth="1"))
+    sweep = Sweep.objects.get()
+    assert r.status_code == 302 and r.url == reverse("sweeps:detail", args=[sweep.pk])
+    assert sweep.configs[0]["design"] == "target:naive" and sweep.model == "fresh-ids"
+    assert "plain Python" in sweep.configs[0]["runtime"]
+
+
+def test_the_form_offers_only_registered_agents(auth, settings):
+    settings.SWEEPSITE_TARGETS = "naive=examples.plain_loop:naive"
+    r = auth.post(
+        reverse("sweeps:launch"), launch_data(preset="targets", targets=["examples.plain_loop:keyed"], depth="1")
+    )
+    assert r.status_code == 400 and "not one of the available choices" in text(r)
+    assert not Sweep.objects.exists()
+
+
+def test_the_world_s_model_is_not_a_target_s(auth, settings):
+    settings.SWEEPSITE_TARGETS = "naive=examples.plain_loop:naive"
+    r = auth.post(reverse("sweeps:launch"), launch_data(preset="targets", targets=["naive"], depth="1", model="fickle"))
+    assert r.status_code == 400 and "chosen with the agents" in text(r)
+    assert not Sweep.objects.exists()

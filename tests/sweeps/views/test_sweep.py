@@ -261,3 +261,19 @@ def test_a_depth_2_sweep_s_pages_are_as_they_were(client, auth, sweep):
             "denied_ran,asks,avoidable,approvals,model_calls,calls_plus,status"
         )
     )
+
+
+def test_a_target_s_page_names_its_runtime_and_its_sampled_rates(client, settings, monkeypatch, tmp_path):
+    from sweeps import targets
+    from tests.sweeps._web import TRIAGE, run_all
+
+    settings.SWEEPSITE_TARGETS = "threaded=tests.agentcore.port.targets:threaded"
+    targets._plans.clear()
+    monkeypatch.setenv("THREADED_FLIP", str(tmp_path / "flip"))
+    sweep = run_all(launch.sweep_create(user=None, job_source=TRIAGE, targets=["threaded"], depth=1))
+    page = text(client.get(reverse("sweeps:detail", args=[sweep.pk])))
+    assert "threaded [sampled, k=5]" in page and "plain Python (no agent runtime imported)" in page
+    assert "95% CI" in page and page.count("threaded [sampled, k=5]</a>") == 1  # its passes in one row
+    assert "design=threaded" in page  # its numbers open every pass's scenarios
+    heatmap = client.get(reverse("sweeps:heatmap", args=[sweep.pk]))
+    assert heatmap.status_code == 200
