@@ -251,14 +251,25 @@ def imported_versions() -> dict[str, str]:
     from importlib import metadata
 
     owners = metadata.packages_distributions()
+    modules = list(sys.modules.values())
     names = {d for top in {m.partition(".")[0] for m in list(sys.modules)} for d in owners.get(top, ())}
+    # A namespace package (langgraph.*) is shared by several distributions: those count whose own
+    # files were imported, not every one installed under the name.
+    shared = {d for ds in owners.values() if len(ds) > 1 for d in ds}
+    loaded = {os.path.realpath(f) for m in modules if isinstance(f := getattr(m, "__file__", None), str)}
     found = {}
     for name in sorted(names, key=str.lower):
         try:
+            if name in shared and not _imported_from(metadata.distribution(name), loaded):
+                continue
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:  # a package owned by no installed distribution's record
             continue
     return found
+
+
+def _imported_from(dist: Any, loaded: set[str]) -> bool:
+    return any(os.path.realpath(str(dist.locate_file(f))) in loaded for f in dist.files or () if f.suffix == ".py")
 
 
 def serve(server: Server, target_name: str, rfile: Any = None, wfile: Any = None) -> None:

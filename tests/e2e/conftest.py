@@ -46,6 +46,8 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = Path(settings.BASE_DIR) / "artifacts" / "screenshots"
 TIMEOUT_MS = 20_000
+# The agents `make run` is started with registered, as an operator registers theirs (SWEEPSITE_TARGETS).
+E2E_TARGETS = "triage-naive=examples.langgraph_triage:naive_sync; triage-keyed=examples.langgraph_triage:keyed_sync"
 
 
 def _unavailable(why: str) -> None:
@@ -113,7 +115,8 @@ def site(django_db_setup: None, django_db_blocker: Any) -> Iterator[Site]:
     with django_db_blocker.unblock():
         # No stall watchdog, as in tests/conftest.py's workers: the session's other tests leave sweeps
         # with unsent chunks on purpose (tests/sweeps/test_faults.py tests the watchdog).
-        env = _make.session_environ(SWEEPSITE_STALL_SECONDS="0")
+        # The operator's registrations (sweeps.targets): the agents tests/e2e/test_targets.py launches.
+        env = _make.session_environ(SWEEPSITE_STALL_SECONDS="0", SWEEPSITE_TARGETS=E2E_TARGETS)
     port = _make.free_port()
     log = Path(settings.VAR_DIR) / "make-run.log"
     proc = _make.start("run", port, env, log, "WORKERS=2")

@@ -4,6 +4,7 @@ The triage job in four model calls (examples/triage4.json), as the prototype the
 """
 
 import inspect
+import os
 from collections import Counter
 
 import pytest
@@ -79,6 +80,8 @@ def test_a_row_names_the_pinned_runtime_it_was_measured_on():
 
     shown = runtime_of(sweep("keyed_sync", depth=1).hello["versions"])
     assert all(f"{d} {v}" in shown for d, v in VERSIONS.items()), (shown, VERSIONS)
+    # Installed beside it under the same namespace package, but not imported: not named.
+    assert "langgraph-checkpoint-postgres" not in shown
 
 
 def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
@@ -92,3 +95,40 @@ def test_the_wrapped_saver_keeps_put_writes_signature(tmp_path):
 
     saver = port_saver(Handle())
     assert "task_path" in inspect.signature(saver.put_writes).parameters
+
+
+@pytest.fixture
+def postgres_saves(monkeypatch):
+    """A throwaway database on the services pass's PostgreSQL, its URL in AGENTCORE_LANGGRAPH_POSTGRES
+    through the server's Unix socket (a child has no network namespace's loopback), dropped after."""
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    admin = dict(host=db.get("HOST") or "127.0.0.1", port=db.get("PORT") or 5432, user=db.get("USER") or "postgres")
+    name = f"agentcore_lg_{os.getpid()}"
+    with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+        socket_dir = conn.execute("SHOW unix_socket_directories").fetchone()[0].split(",")[0].strip()
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    monkeypatch.setenv("AGENTCORE_LANGGRAPH_POSTGRES", f"postgresql://{admin['user']}@/{name}?host={socket_dir}")
+    yield dict(admin, dbname=name)
+    with psycopg.connect(**admin, dbname="postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.mark.services
+def test_on_postgres_saver_the_sync_graph_s_points_and_rows_are_sqlite_saver_s(postgres_saves):
+    import psycopg
+
+    naive = sweep("naive_sync", depth=1)
+    assert Counter(kind_of(label) for label in naive.labels) == {"put": 9, "put_writes": 8, "reply": 4, "effect": 3}
+    assert per_pass(naive) == (24, 3, 0)
+    keyed = sweep("keyed_sync", depth=1)
+    assert table_row("keyed", keyed.records).with_dups == 0
+    assert "langgraph-checkpoint-postgres 3.2.0" in ", ".join(f"{d} {v}" for d, v in keyed.hello["versions"].items())
+    with psycopg.connect(**postgres_saves) as conn:  # the saves were PostgreSQL's: a schema per scenario
+        (schemas,) = conn.execute(
+            "SELECT count(*) FROM information_schema.schemata WHERE schema_name LIKE 'agentcore\\_%'"
+        ).fetchone()
+    assert schemas >= len(naive.records) + len(keyed.records)  # and the uninterrupted runs' own
