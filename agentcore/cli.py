@@ -157,7 +157,7 @@ def add_target_options(s: argparse.ArgumentParser) -> None:
         metavar="K",
         help="play every plan K times (seeds seed..seed+K-1) and report rates with 95%% Wilson intervals, "
         "for a runtime that is not deterministic (default: 1, exact counts, unless two uninterrupted runs "
-        "meet their points in different orders: then 5)",
+        "meet their points in different orders or from more than one thread: then 5)",
     )
 
 
@@ -322,10 +322,12 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
         with open(args.records, "w") as f:
             for rec in result.records:
                 f.write(json.dumps(rec.to_dict()) + "\n")
-    # A sampled row says so in its name, with its k: its counts are a sample's, not exact.
-    name = args.target if result.samples == 1 else f"{args.target} [sampled, k={result.samples}]"
+    # A sampled row says so in its name, with its k: its counts are a sample's, not exact (a target that
+    # is not deterministic played once, --samples 1, is a sample of one).
+    sampled = result.samples > 1 or not result.ordered
+    name = f"{args.target} [sampled, k={result.samples}]" if sampled else args.target
     sys.stdout.write(report.render([table_row(name, result.records)], args.format))
-    if result.samples > 1:
+    if sampled:
         from agentcore.port.sampled import summary
 
         print(summary(result.records, result.samples), file=sys.stdout if args.format == "text" else sys.stderr)

@@ -8,9 +8,10 @@ Targets: naive_* send no key, keyed_* send the chapter's key of (thread ID, tool
 saves every step before the next runs, *_exit only at the end (LangGraph's durability modes). With
 exit, nothing is durable before the end: a restart asks the model again, a real model mints new
 tool-call IDs, and the key made from them changes: keyed_exit doubles what naive_exit doubles.
-*_async saves each step in the background while the next one runs: its points change order from run to
-run, so its sweep is a sample (five passes unasked, rates with Wilson intervals), and keyed_async with a
-fresh-IDs model can double too (a tool may act before the write holding its reply lands).
+ToolNode runs a turn's two tool calls in threads, so every sweep here is a sample (its points come
+from more than one thread: five passes unasked, rates with Wilson intervals). *_async saves each step
+in the background while the next one runs, and keyed_async with a fresh-IDs model can double too (a
+tool may act before the write holding its reply lands).
 *_functional is the agent on the functional API (@entrypoint, a @task per model and tool call): even
 with sync durability a task's writes go to a background executor, so it is sampled as async is.
 """

@@ -14,9 +14,11 @@ Rules:
   unless the launch chose another (a real provider mints new call IDs on every ask).
 - Its configurations: one per target and pass, design "target:<name>", tracker "keyed" (the stand-in
   honours a key the target sends), "runtime" what the planning's fork server said it ran on. A target
-  whose two uninterrupted runs met their points in different orders is not deterministic: it gets
+  whose two uninterrupted runs met their points in different orders or from more than one thread
+  (agentcore.port.sweep's rules) is not deterministic: it gets
   agentcore.port.sweep.AUTO_SAMPLES passes (or its registration's `samples`), pass i on seed + i,
-  each a configuration named "<name> [sampled, k=K]"; the table merges them into one row.
+  each a configuration named "<name> [sampled, k=K]" (k=1 too, where the registration fixed one
+  pass: a sample of one, never an exact count); the table merges them into one row.
 - Its chunks: one per label of the planning's uninterrupted run (first_point its place there). A
   worker plays a chunk's scenarios (agentcore.port.sweep.play_from) on a fork server it keeps per
   (target, job, model, seed), started with the target's interpreter: the target is imported once per
@@ -183,6 +185,7 @@ class Planned:
     labels: tuple[str, ...]
     samples: int
     runtime: str
+    ordered: bool = True  # deterministic (agentcore.port.sweep.Uninterrupted)
 
 
 _plans: dict[tuple[Any, ...], Planned] = {}
@@ -205,14 +208,14 @@ def plan_target(reg: Registered, job: Job, job_source: str, model: str, seed: in
     samples = reg.samples or (1 if runs.ordered else AUTO_SAMPLES)
     hello = server.hello
     runtime = f"{runtime_of(hello.get('versions', {}))}; Python {hello.get('python')}; network {hello.get('network')}"
-    planned = Planned(reg, tuple(runs.labels), samples, runtime)
+    planned = Planned(reg, tuple(runs.labels), samples, runtime, runs.ordered)
     with _plans_lock:
         _plans[key] = planned
     return planned
 
 
 def row_name(p: Planned) -> str:
-    return p.reg.name if p.samples == 1 else f"{p.reg.name} [sampled, k={p.samples}]"
+    return p.reg.name if p.samples == 1 and p.ordered else f"{p.reg.name} [sampled, k={p.samples}]"
 
 
 def plan_targets(

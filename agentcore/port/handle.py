@@ -37,14 +37,16 @@ class Channel:
     """The child's end of its socket to the server: one JSON line out, one back, one exchange at a
     time (a runtime runs tools in threads: two asks must not interleave on the socket)."""
 
-    __slots__ = ("rfile", "wfile", "lock")
+    __slots__ = ("rfile", "wfile", "lock", "threads")
 
     def __init__(self, rfile: IO[str], wfile: IO[str]) -> None:
         self.rfile, self.wfile = rfile, wfile
         self.lock = threading.Lock()
+        self.threads: set[int] = set()  # the threads that asked: more than one, and the order is the scheduler's
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
+            self.threads.add(threading.get_ident())
             self.wfile.write(json.dumps(message) + "\n")
             self.wfile.flush()
             answer = json.loads(self.rfile.readline() or '{"die": true}')  # a server gone: die as at a point

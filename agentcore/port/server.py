@@ -5,7 +5,7 @@ Rules:
 - Protocol on stdin/stdout, one JSON object per line: the server first says hello (its Python, the
   target, the versions of the distributions the target imported, whether children run without
   network); then each request {"plan": [label, ...]}
-  gets one outcome (`play`'s). Nothing else is written to stdout: a child's stdout goes to stderr.
+  gets one outcome (`play`'s; its `threads`: how many threads of the last process met points). Nothing else is written to stdout: a child's stdout goes to stderr.
 - The world of a scenario (the scripted model, the tracker stand-in) is made fresh for it and
   lives here, in the server: a crash loses only what the child held. The child asks for every
   model reply, tool call and point over its socket, and the server names each point
@@ -163,6 +163,7 @@ class Server:
             "missed": False,
             "error": "",
             "final": None,
+            "threads": 1,
         }
         try:
             for process in range(1, len(plan) + 2):
@@ -174,6 +175,7 @@ class Server:
                 if status != "crashed":
                     out["status"] = "done" if status == "finished" else status
                     out["final"], out["error"] = said.get("final"), said.get("error", "")
+                    out["threads"] = said.get("threads", 1)  # how many threads met the last process's points
                     break
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -235,7 +237,8 @@ class Server:
             channel = Channel(sock.makefile("r", encoding="utf-8"), sock.makefile("w", encoding="utf-8"))
             try:
                 final = self.target(Handle(channel, thread_id=THREAD_ID, process=process, workdir=workdir))
-                channel.wfile.write(json.dumps({"op": "done", "final": None if final is None else str(final)}) + "\n")
+                done = {"op": "done", "final": None if final is None else str(final), "threads": len(channel.threads)}
+                channel.wfile.write(json.dumps(done) + "\n")
                 code = 0
             except Exception as e:  # the target's own failure: reported, the scenario ends
                 line = traceback.format_exception_only(type(e), e)[-1].strip()

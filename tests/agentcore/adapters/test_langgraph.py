@@ -28,32 +28,38 @@ def sweep(target, **kw):
 
 
 def per_pass(result):
-    """A row's counts per pass: ToolNode runs a turn's two tools in threads, so two uninterrupted runs
-    can meet the effects in either order and the sweep is then sampled unasked (5 passes), its
-    totals the passes' number times one pass's."""
+    """A row's counts per pass: ToolNode runs a turn's two tools in threads, so its sweep is a sample
+    (AUTO_SAMPLES passes unasked; the tests ask for 2), here with the same counts in every pass."""
     row = table_row(result.target, result.records)
     assert len(result.records) % result.samples == 0
     return row.once // result.samples, row.with_dups // result.samples, row.with_dups % result.samples
 
 
 def test_a_sync_stategraph_meets_every_put_put_writes_reply_and_effect():
-    result = sweep("naive_sync", depth=1)
+    result = sweep("naive_sync", depth=1, samples=2)
     kinds = Counter(kind_of(label) for label in result.labels)
     assert kinds == {"put": 9, "put_writes": 8, "reply": 4, "effect": 3}
     assert per_pass(result) == (24, 3, 0)
 
 
 def test_keyed_tools_after_sync_saves_double_nothing():
-    assert table_row("keyed", sweep("keyed_sync", depth=1).records).with_dups == 0
+    assert table_row("keyed", sweep("keyed_sync", depth=1, samples=2).records).with_dups == 0
+
+
+def test_a_sync_stategraph_s_tools_run_in_threads_so_its_sweep_is_a_sample_unasked():
+    from agentcore.port.sweep import AUTO_SAMPLES
+
+    result = sweep("keyed_exit", depth=1)
+    assert not result.ordered and result.samples == AUTO_SAMPLES
 
 
 def test_with_exit_durability_a_key_from_fresh_call_ids_doubles_what_no_key_doubles():
-    naive, keyed = (per_pass(sweep(t, depth=1)) for t in ("naive_exit", "keyed_exit"))
+    naive, keyed = (per_pass(sweep(t, depth=1, samples=2)) for t in ("naive_exit", "keyed_exit"))
     assert naive == keyed == (8, 6, 0)
 
 
 def test_a_model_that_repeats_its_ids_certifies_that_key_wrongly():
-    assert table_row("keyed", sweep("keyed_exit", depth=1, model="fixed").records).with_dups == 0
+    assert table_row("keyed", sweep("keyed_exit", depth=1, model="fixed", samples=2).records).with_dups == 0
 
 
 def test_async_durability_is_a_sample_whose_naive_tools_double():
@@ -78,7 +84,11 @@ def test_a_row_names_the_pinned_runtime_it_was_measured_on():
     from agentcore.adapters.langgraph import VERSIONS
     from agentcore.port.sweep import runtime_of
 
-    shown = runtime_of(sweep("keyed_sync", depth=1).hello["versions"])
+    from agentcore.port.sweep import Served, server_argv
+
+    server = Served(server_argv("examples.langgraph_triage:keyed_sync", JOB_FILE))
+    server.close()
+    shown = runtime_of(server.hello["versions"])
     assert all(f"{d} {v}" in shown for d, v in VERSIONS.items()), (shown, VERSIONS)
     # Installed beside it under the same namespace package, but not imported: not named.
     assert "langgraph-checkpoint-postgres" not in shown
@@ -121,10 +131,10 @@ def postgres_saves(monkeypatch):
 def test_on_postgres_saver_the_sync_graph_s_points_and_rows_are_sqlite_saver_s(postgres_saves):
     import psycopg
 
-    naive = sweep("naive_sync", depth=1)
+    naive = sweep("naive_sync", depth=1, samples=1)
     assert Counter(kind_of(label) for label in naive.labels) == {"put": 9, "put_writes": 8, "reply": 4, "effect": 3}
     assert per_pass(naive) == (24, 3, 0)
-    keyed = sweep("keyed_sync", depth=1)
+    keyed = sweep("keyed_sync", depth=1, samples=1)
     assert table_row("keyed", keyed.records).with_dups == 0
     assert "langgraph-checkpoint-postgres 3.2.0" in ", ".join(f"{d} {v}" for d, v in keyed.hello["versions"].items())
     with psycopg.connect(**postgres_saves) as conn:  # the saves were PostgreSQL's: a schema per scenario

@@ -51,6 +51,23 @@ def test_a_loop_whose_points_change_order_is_sampled_unasked(tmp_path, monkeypat
     assert rates(result.records)[0].hits == 0  # keyed, its reply saved first: clean in every pass
 
 
+def test_a_loop_whose_points_come_from_threads_is_sampled_though_two_runs_agree():
+    result = sweep_target("tests.agentcore.port.targets:threaded", TRIAGE, "triage", depth=1, samples=None)
+    assert not result.ordered and result.samples == AUTO_SAMPLES  # no flip: its order is the scheduler's
+
+
+def test_a_threaded_loop_played_once_is_still_a_sample_on_the_command_line():
+    p = subprocess.run(
+        [sys.executable, "-m", "agentcore", "sweep", "--target", "tests.agentcore.port.targets:threaded"]
+        + ["--depth", "1", "--samples", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "threaded [sampled, k=1]" in p.stdout and "95% CI" in p.stdout
+
+
 def test_the_command_line_marks_a_sampled_row_and_prints_its_intervals():
     p = subprocess.run(
         [sys.executable, "-m", "agentcore", "sweep", "--target", "examples.plain_loop:naive", "--depth", "1"]

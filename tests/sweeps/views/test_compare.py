@@ -187,3 +187,24 @@ def test_compare_shows_thrice_when_a_sweep_has_depth_3(client, deep, sweep):
     page = text(client.get(reverse("sweeps:compare") + f"?a={sweep.pk}&b={deep.pk}"))
     assert page.count('<th class="num">thrice</th>') == 2  # on both sides
     assert "Different depth: 2 in A, 3 in B." in page
+
+
+def test_two_sweeps_of_a_registered_agent_compare_and_export_as_any_sweeps(client, settings):
+    from sweeps import targets
+    from sweeps.services import launch
+    from tests.sweeps._web import TRIAGE, run_all
+
+    settings.SWEEPSITE_TARGETS = "late=examples.plain_loop:keyed_late"
+    targets._plans.clear()
+    fixed, fresh = (
+        run_all(launch.sweep_create(user=None, job_source=TRIAGE, targets=["late"], depth=1, model=m))
+        for m in ("fixed", "fresh-ids")
+    )
+    rows = compare_rows(text(compare(client, f"?a={fixed.pk}&b={fresh.pk}")))
+    with_dups = COLUMNS.index("with_dups")
+    # The key made from the call ID looks safe under a model that repeats its IDs, and is not.
+    assert rows["late"][0] == "both"
+    assert rows["late"][1][with_dups] == ("0", True) and int(rows["late"][1][len(COLUMNS) + with_dups][0]) > 0
+    table = client.get(reverse("sweeps:export_table", args=[fresh.pk, "csv"]))
+    (row,) = list(csv.DictReader(io.StringIO(table.content.decode())))
+    assert (row["name"], row["model"]) == ("late", "fresh-ids") and int(row["with_dups"]) > 0
