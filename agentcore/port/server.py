@@ -5,7 +5,8 @@ Rules:
 - Protocol on stdin/stdout, one JSON object per line: the server first says hello (its Python, the
   target, the versions of the distributions the target imported, whether children run without
   network); then each request {"plan": [label, ...]}
-  gets one outcome (`play`'s; its `threads`: how many threads of the last process met points). Nothing else is written to stdout: a child's stdout goes to stderr.
+  gets one outcome (`play`'s; its `threads`: how many threads of the last process met points).
+  Nothing else is written to stdout: a child's stdout goes to stderr.
 - The world of a scenario (the scripted model, the tracker stand-in) is made fresh for it and
   lives here, in the server: a crash loses only what the child held. The child asks for every
   model reply, tool call and point over its socket, and the server names each point

@@ -82,9 +82,7 @@ def test_the_functional_api_s_points_are_the_prototype_s_and_its_fixed_id_key_do
 
 def test_a_row_names_the_pinned_runtime_it_was_measured_on():
     from agentcore.adapters.langgraph import VERSIONS
-    from agentcore.port.sweep import runtime_of
-
-    from agentcore.port.sweep import Served, server_argv
+    from agentcore.port.sweep import Served, runtime_of, server_argv
 
     server = Served(server_argv("examples.langgraph_triage:keyed_sync", JOB_FILE))
     server.close()
