@@ -10,7 +10,9 @@ per process instead of forking a pre-imported server; the per-scenario figure of
 server's plus that start-up times the processes per scenario (an estimate from two measurements).
 
 `--langgraph` sweeps examples.langgraph_triage:keyed_sync on examples/triage4.json (the extra must be
-installed); its goal: depth 2 on 2 workers in <= 30 s (GOAL_SECONDS, printed against the figure).
+installed); its goal: depth 2 on 2 workers in <= 30 s (GOAL_SECONDS, printed against the figure), for
+one pass (`samples=1`): its tools run in threads, so the sweep left unasked is a sample of
+agentcore.port.sweep.AUTO_SAMPLES passes, each pass costing this.
 """
 
 from __future__ import annotations
