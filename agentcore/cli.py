@@ -21,6 +21,7 @@ from typing import Any
 import agentcore as audit
 import agentcore as sweep
 from agentcore import CONDITIONS, MODES, AgentcoreError, BadInput, Condition, ConfigError, designs, jobs, key, report
+from agentcore.conditions import TARGET_TAKES
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.records import table_row
 
@@ -214,6 +215,7 @@ def parser() -> argparse.ArgumentParser:
         "markdown: the table of every design under every world (every cell swept)",
     )
     a.add_argument("--site", default=SITE, help=f"the dashboard the witness links go to (default {SITE})")
+    add_target_options(a)
     k = sub.add_parser("key", help="the idempotency key of one call")
     k.add_argument("run_id")
     k.add_argument("call_id")
@@ -227,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(key(args.run_id, args.call_id))
             return 0
         if args.command == "audit":
-            return _audit(args)
+            return _audit_target(args) if args.target else _audit(args)
         if args.command == "sweep" and args.target:
             return _target(args, list(sys.argv[1:] if argv is None else argv))
         if args.command == "sweep" and not (args.design and args.tracker):
@@ -277,9 +279,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
     from agentcore.port import sweep_target  # here: `import agentcore` loads none of the port
     from agentcore.port.sweep import runtime_of
 
-    unusable = [
-        c.flag for c in CONDITIONS if c.name not in ("model", "seed") and getattr(args, c.name) != c.text(c.default)
-    ]
+    unusable = [c.flag for c in CONDITIONS if c.name not in TARGET_TAKES and getattr(args, c.name) != c.text(c.default)]
     if args.design or args.tracker or args.bug or args.runs != 1 or unusable:
         given = ", ".join(
             ["--design"] * bool(args.design)
@@ -289,7 +289,8 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
             + unusable
         )
         raise BadInput(
-            f"--target takes none of {given} (a target's sweep has the panic crash model and the chapter's world)"
+            f"--target takes none of {given} (a target's sweep has the panic crash model and the chapter's world "
+            "but for the model, its seed and the tracker's fault)"
         )
     if args.records:
         _check_writable(args.records)
@@ -309,6 +310,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
             timeout=args.timeout,
             samples=args.samples,
             progress=progress,
+            tracker_fault=args.tracker_fault,
         )
     finally:
         progress.close()
@@ -368,6 +370,44 @@ def _audit(args: argparse.Namespace) -> int:
             shown[-1].close()
     sys.stdout.write(audit.render_audit(result, args.format))
     print(f"audit: {result.scenarios} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
+    return 0
+
+
+def _audit_target(args: argparse.Namespace) -> int:
+    """`audit --target`: the target under every world that applies (agentcore.port.audit)."""
+    from agentcore.port.audit import audit_target, render  # here: `import agentcore` loads none of the port
+
+    if args.design or args.tracker or args.bug or args.format == "markdown":
+        raise BadInput("audit --target takes no --design, --tracker, --bug or --format markdown")
+    worlds = tuple(audit.world(w) for w in args.world) if args.world else audit.WORLDS
+    shown: list[Progress] = []
+
+    def progress(world: str) -> Callable[[int, int], None]:
+        if shown:
+            shown[-1].close()
+        shown.append(Progress(f"auditing under {world}", unit="scenarios"))
+        return shown[-1]
+
+    start = time.monotonic()
+    try:
+        result = audit_target(
+            args.target,
+            jobs.load(args.job),
+            args.job,
+            worlds=worlds,
+            depth=args.depth,
+            progress=progress,
+            workers=args.workers,
+            python=args.python,
+            timeout=args.timeout,
+            samples=args.samples,
+        )
+    finally:
+        if shown:
+            shown[-1].close()
+    sys.stdout.write(render(result, args.format))
+    played = sum(len(r.sweep.records) for r in result.rows)
+    print(f"audit: {played} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from agentcore import jobs
+from agentcore.errors import ConfigError
 from agentcore.port.server import Server, load_target, serve
 
 
@@ -18,12 +19,18 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--model", default="fresh-ids", help="fresh-ids (default), fixed or fickle")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per process before it is hung")
+    s.add_argument("--tracker-fault", default="none", help="the tracker stand-in's fault: none, ttl:N, strict-params")
     args = ap.parse_args(argv)
     try:
         server = Server(
-            load_target(args.target), jobs.load(args.job), model=args.model, seed=args.seed, timeout=args.timeout
+            load_target(args.target),
+            jobs.load(args.job),
+            model=args.model,
+            seed=args.seed,
+            timeout=args.timeout,
+            tracker_fault=args.tracker_fault,
         )
-    except ValueError as e:
+    except (ValueError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     serve(server, args.target)

@@ -7,8 +7,9 @@ Rules:
   network); then each request {"plan": [label, ...]}
   gets one outcome (`play`'s; its `threads`: how many threads of the last process met points).
   Nothing else is written to stdout: a child's stdout goes to stderr.
-- The world of a scenario (the scripted model, the tracker stand-in) is made fresh for it and
-  lives here, in the server: a crash loses only what the child held. The child asks for every
+- The world of a scenario (the scripted model, the tracker stand-in with its fault: ttl:N or
+  strict-params, never crash, as this process is not crashed) is made fresh for it and lives here, in
+  the server: a crash loses only what the child held. The child asks for every
   model reply, tool call and point over its socket, and the server names each point
   (agentcore.port.labels) and answers "die" at the plan's label for that process. So a reply
   dies after the model was paid, an effect after the tracker recorded it, a put after the file is
@@ -100,8 +101,8 @@ class World:
     tracker: Tracker = field(default_factory=lambda: Tracker("keyed"))
 
     @classmethod
-    def fresh(cls, job: Job, model: str, seed: int) -> World:
-        tracker = Tracker("keyed")
+    def fresh(cls, job: Job, model: str, seed: int, tracker_fault: str = "none") -> World:
+        tracker = Tracker("keyed", tracker_fault)
         return cls(job, ScriptedModel(job, model, seed, effect=tracker.find), tracker)
 
 
@@ -148,14 +149,19 @@ class Server:
         timeout: float = 30.0,
         memory: int = 2 << 30,
         network: bool = True,
+        tracker_fault: str = "none",
     ) -> None:
+        if tracker_fault.partition(":")[0] == "crash":
+            raise ValueError("the tracker stand-in lives in the fork server, which is never crashed: no fault crash")
+        Tracker("keyed", tracker_fault)  # a fault it does not know: ConfigError before the first scenario
         self.target, self.job, self.model, self.seed = target, job, model, seed
+        self.tracker_fault = tracker_fault
         self.timeout, self.memory = timeout, memory
         self.network = probe_network() if network else "not isolated: not asked"
 
     def play(self, plan: list[str]) -> dict[str, Any]:
         """One scenario: the processes of `plan`, then one to the end; what each met and the world after."""
-        world = World.fresh(self.job, self.model, self.seed)
+        world = World.fresh(self.job, self.model, self.seed, self.tracker_fault)
         workdir = tempfile.mkdtemp(prefix="agentcore-port-")
         out: dict[str, Any] = {
             "plan": plan,

@@ -90,7 +90,14 @@ class Served:
 
 
 def server_argv(
-    target: str, job: str, *, python: str | None = None, model: str = "fresh-ids", seed: int = 0, timeout: float = 30.0
+    target: str,
+    job: str,
+    *,
+    python: str | None = None,
+    model: str = "fresh-ids",
+    seed: int = 0,
+    timeout: float = 30.0,
+    tracker_fault: str = "none",
 ) -> list[str]:
     return [
         python or sys.executable,
@@ -107,6 +114,8 @@ def server_argv(
         str(seed),
         "--timeout",
         str(timeout),
+        "--tracker-fault",
+        tracker_fault,
     ]
 
 
@@ -208,6 +217,7 @@ def sweep_target(
     timeout: float = 30.0,
     samples: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    tracker_fault: str = "none",
 ) -> TargetSweep:
     """Sweep `target` on `job` (read from `job_path` by the server too) to `depth`; see the rules."""
     if depth not in (1, 2, 3):
@@ -216,7 +226,9 @@ def sweep_target(
         raise BadInput(f"samples must be 1 or more, not {samples}")
 
     def one_pass(i: int) -> TargetSweep:
-        argv = server_argv(target, job_path, python=python, model=model, seed=seed + i, timeout=timeout)
+        argv = server_argv(
+            target, job_path, python=python, model=model, seed=seed + i, timeout=timeout, tracker_fault=tracker_fault
+        )
         return _pass(target, job, depth, [Served(argv) for _ in range(max(1, workers))], model, progress)
 
     result = one_pass(0)

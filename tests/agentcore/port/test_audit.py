@@ -1,0 +1,81 @@
+"""agentcore/port/audit.py: a target under every world that applies, one verdict."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from agentcore import jobs
+from agentcore.checker.worlds import WORLDS, world
+from agentcore.port import TargetError, sweep_target
+from agentcore.port.audit import audit_target, render, verdict, why_not
+from agentcore.records import table_row
+
+TRIAGE = jobs.load("triage")
+
+
+def audit(target, **kw):
+    return audit_target(f"examples.plain_loop:{target}", TRIAGE, "triage", workers=2, **kw)
+
+
+def test_the_worlds_a_target_cannot_be_put_in_are_named_with_the_reason():
+    left_out = {w.name: why_not(w) for w in WORLDS if why_not(w)}
+    assert set(left_out) == {
+        "power-cut",
+        "power-cut-no-fsync",
+        "tracker-crash",
+        "tool-faults-k:4",
+        "tool-faults-always",
+        "person-deny:0.5",
+        "person-wrong:0.3",
+        "person-adversarial",
+    }
+    assert "store is its own" in left_out["power-cut"] and "never crashed" in left_out["tracker-crash"]
+
+
+def test_the_correct_loop_is_safe_under_every_world_that_applies():
+    a = audit("keyed", depth=2)
+    assert [r.world for r in a.rows] == ["panic", "ttl:3", "strict-params", "model-fresh-ids", "model-fickle"]
+    assert verdict(a) == "safe" and all(not r.breaks for r in a.rows)
+
+
+def test_a_key_from_an_unsaved_reply_is_broken_by_fresh_ids_and_not_before():
+    a = audit("keyed_late", depth=1)
+    assert [bool(r.breaks) for r in a.rows] == [False, False, False, True, True]
+    assert verdict(a).startswith('broken under model-fresh-ids: crash at "effect create_issue')
+    out = json.loads(render(a, "json"))
+    assert out["worlds"][3]["witness"] and out["not_applicable"]["person-deny:0.5"]
+
+
+def test_the_tracker_s_fault_is_the_server_s_a_key_forgotten_too_soon_doubles():
+    forgets = sweep_target("examples.plain_loop:keyed", TRIAGE, "triage", depth=2, tracker_fault="ttl:1")
+    keeps = sweep_target("examples.plain_loop:keyed", TRIAGE, "triage", depth=2)
+    assert table_row("k", forgets.records).with_dups > 0 and table_row("k", keeps.records).with_dups == 0
+
+
+def test_a_tracker_that_would_crash_is_refused_as_the_server_starts():
+    with pytest.raises(TargetError, match="never crashed"):
+        sweep_target("examples.plain_loop:keyed", TRIAGE, "triage", tracker_fault="crash")
+
+
+def test_only_the_named_worlds_are_swept():
+    a = audit("keyed", depth=1, worlds=(world("model-fickle"), world("power-cut")))
+    assert [r.world for r in a.rows] == ["model-fickle"] and [w for w, _ in a.skipped] == ["power-cut"]
+
+
+def cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore", "audit", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_command_line_audits_a_target_and_prints_its_verdict():
+    p = cli("--target", "examples.plain_loop:keyed_late", "--depth", "1", "--format", "json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["verdict"].startswith("broken under model-fresh-ids")
+
+
+def test_the_command_line_refuses_a_design_beside_a_target():
+    p = cli("--target", "examples.plain_loop:keyed", "--design", "keys")
+    assert p.returncode == 2 and "audit --target takes no --design" in p.stderr
