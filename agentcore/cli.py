@@ -261,7 +261,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
         )
         raise BadInput(
             f"--target takes none of {given} (a target's sweep has the panic crash model and the chapter's world "
-            "but for the model, its seed and the tracker's fault)"
+            "but for the model, its seed, the tracker's fault and the person's)"
         )
     if args.records:
         _check_writable(args.records)
@@ -282,6 +282,7 @@ def _target(args: argparse.Namespace, argv: list[str]) -> int:
             samples=args.samples,
             progress=progress,
             tracker_fault=args.tracker_fault,
+            person_faults=args.person_faults,
         )
     finally:
         progress.close()

@@ -183,7 +183,7 @@ CONDITIONS: tuple[Condition, ...] = (
 NAMED = {c.name: c for c in CONDITIONS}
 # The conditions a target's sweep takes (agentcore.port: the world its fork server holds); the
 # others act on agentcore's own loop and store, and are refused for a target, never ignored.
-TARGET_TAKES = ("model", "seed", "tracker_fault")
+TARGET_TAKES = ("model", "seed", "tracker_fault", "person_faults")
 DEFAULTS = {c.name: c.default for c in CONDITIONS}
 CRASH_MODELS = NAMED["crash_model"].values
 assert NAMED["model"].values == faults.MODELS, "the model's titles are agentcore.standins.faults' models, in order"

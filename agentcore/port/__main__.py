@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per process before it is hung")
     s.add_argument("--tracker-fault", default="none", help="the tracker stand-in's fault: none, ttl:N, strict-params")
+    s.add_argument("--person-faults", default="truthful", help="the person's: truthful, wrong:P, adversarial")
     args = ap.parse_args(argv)
     try:
         server = Server(
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             timeout=args.timeout,
             tracker_fault=args.tracker_fault,
+            person_faults=args.person_faults,
         )
     except (ValueError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -2,9 +2,9 @@
 
 Rules:
 - A world applies to a target when each condition it changes is one the port's world takes: the
-  model (fixed, fresh-ids, fickle, with its seed) and the tracker stand-in's fault (ttl:N,
-  strict-params). The others are listed with the reason they do not apply (NOT_APPLICABLE), never
-  swept as if they did.
+  model (fixed, fresh-ids, fickle, with its seed), the tracker stand-in's fault (ttl:N,
+  strict-params) and the person's (wrong:P, adversarial: it is asked "did it happen?" only). The
+  others are listed with the reason they do not apply (NOT_APPLICABLE), never swept as if they did.
 - Each world is swept as `python -m agentcore sweep --target` sweeps (agentcore.port.sweep), the
   chapter's defaults but for the world's conditions (so "panic" is the chapter's model, fixed IDs;
   "model-fresh-ids" a real provider's), and each scenario judged as agentcore's designs are
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentcore.checker.judge import BREAK, judge
+from agentcore.checker.judge import BREAK, EXPECTED, judge
 from agentcore.checker.worlds import WORLDS, World
 from agentcore.conditions import NAMED, TARGET_TAKES
 from agentcore.jobs import Job
@@ -35,7 +35,7 @@ NOT_APPLICABLE = {
     "fsync": "the target's store is its own: a power cut is modelled for agentcore's checkpoint store only",
     "tracker_fault:crash": "the tracker stand-in lives in the fork server, which is never crashed",
     "tool_faults": "the port's tools inject no faults yet",
-    "person_faults": "the port's handle has no person yet",
+    "person_faults:deny": "the port's person answers 'did it happen?' only: it decides no approvals",
 }
 
 
@@ -44,6 +44,8 @@ def why_not(w: World) -> str:
     for name, value in w.conditions.items():
         if name == "tracker_fault" and str(value).startswith("crash"):
             return NOT_APPLICABLE["tracker_fault:crash"]
+        if name == "person_faults" and str(value).startswith("deny"):
+            return NOT_APPLICABLE["person_faults:deny"]
         if name not in TARGET_TAKES:
             return NOT_APPLICABLE.get(name, f"the port takes no {name}")
     return ""
@@ -54,6 +56,7 @@ class WorldRow:
     world: str
     sweep: TargetSweep
     breaks: list[ScenarioRecord] = field(default_factory=list)
+    expected: int = 0  # losses the world makes unavoidable (agentcore.checker.judge: a wrong person's)
 
     @property
     def rate(self) -> Rate:
@@ -116,10 +119,13 @@ def audit_target(
             model=c["model"],
             seed=int(c["seed"]),
             tracker_fault=c["tracker_fault"],
+            person_faults=c["person_faults"],
             progress=progress(w.name) if progress else None,
             **sweep_kw,
         )
-        rows.append(WorldRow(w.name, result, [r for r in result.records if judge(r, w) == BREAK]))
+        judged = [judge(r, w) for r in result.records]
+        breaks = [r for r, j in zip(result.records, judged, strict=True) if j == BREAK]
+        rows.append(WorldRow(w.name, result, breaks, judged.count(EXPECTED)))
     return TargetAudit(target, job, depth, rows, skipped)
 
 
@@ -130,7 +136,12 @@ def plan_of(r: ScenarioRecord) -> list[str]:
 def verdict(a: TargetAudit) -> str:
     broken = a.broken
     if broken is None:
-        return "safe" + (" in every pass of the sample" if a.sampled else "")
+        excused = [f"{r.expected} under {r.world}" for r in a.rows if r.expected]
+        return (
+            "safe"
+            + (" in every pass of the sample" if a.sampled else "")
+            + (f" (losses the world made unavoidable, the loop asking: {', '.join(excused)})" if excused else "")
+        )
     w = witness(broken.breaks)
     counts = (("duplicates", w.duplicates), ("missing", w.missing), ("wrong", w.wrong))
     what = ", ".join(f"{n} {k}" for n, k in counts if k)
@@ -152,6 +163,7 @@ def render(a: TargetAudit, fmt: str = "text") -> str:
                             "world": r.world,
                             "scenarios": len(r.sweep.records),
                             "breaking": len(r.breaks),
+                            "expected": r.expected,
                             "samples": r.sweep.samples,
                             "sampled": r.sweep.samples > 1 or not r.sweep.ordered,
                             "rate": r.rate.text(),
@@ -167,11 +179,11 @@ def render(a: TargetAudit, fmt: str = "text") -> str:
         )
     lines = [
         f"audit of {a.target} on {a.job.name}, depth {a.depth}",
-        f"{'world':<22}{'scenarios':>10}{'breaking':>10}  rate",
+        f"{'world':<22}{'scenarios':>10}{'breaking':>10}{'expected':>10}  rate",
     ]
     for r in a.rows:
         rate = r.rate.text() if (r.sweep.samples > 1 or not r.sweep.ordered) else ""
-        lines.append(f"{r.world:<22}{len(r.sweep.records):>10}{len(r.breaks):>10}  {rate}")
+        lines.append(f"{r.world:<22}{len(r.sweep.records):>10}{len(r.breaks):>10}{r.expected:>10}  {rate}")
     lines.append(f"verdict: {verdict(a)}")
     lines += [f"not applicable: {name}: {why}" for name, why in a.skipped]
     return "\n".join(lines) + "\n"

@@ -79,6 +79,20 @@ class Tools:
         return answer["result"]
 
 
+class Person:
+    """The scripted person, asked through the server: the last rung of the chapter's ladder, for a
+    call whose effect no key or lookup can settle."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+
+    def did_it_happen(self, call_id: str) -> Any:
+        """What the person says of the call `call_id` sent earlier: its result if it happened (what the
+        tracker shows, or a bare confirmation), None if it did not. A person can be wrong (the
+        sweep's --person-faults)."""
+        return self._channel.ask({"op": "person", "call_id": call_id})["result"]
+
+
 class ToolError(Exception):
     """A tool refused the call (its message says why)."""
 
@@ -118,6 +132,7 @@ class Handle:
         self.workdir = workdir  # the scenario's own folder: it outlives the crashes, not the scenario
         self.model = Model(channel)
         self.tools = Tools(channel)
+        self.person = Person(channel)
         self.store = Store(os.path.join(workdir, "store.json"), self.point)
 
     def point(self, kind: str, detail: str = "") -> None:

@@ -8,9 +8,10 @@ Rules:
   gets one outcome (`play`'s; its `threads`: how many threads of the last process met points).
   Nothing else is written to stdout: a child's stdout goes to stderr.
 - The world of a scenario (the scripted model, the tracker stand-in with its fault: ttl:N or
-  strict-params, never crash, as this process is not crashed) is made fresh for it and lives here, in
-  the server: a crash loses only what the child held. The child asks for every
-  model reply, tool call and point over its socket, and the server names each point
+  strict-params, never crash, as this process is not crashed; the scripted person, truthful, wrong:P
+  or adversarial, asked "did it happen?" only) is made fresh for it and lives here, in the server: a
+  crash loses only what the child held. The child asks for every model reply, tool call, person's
+  answer and point over its socket, and the server names each point
   (agentcore.port.labels) and answers "die" at the plan's label for that process. So a reply
   dies after the model was paid, an effect after the tracker recorded it, a put after the file is
   in place: the points where a crash loses or doubles something.
@@ -43,6 +44,7 @@ from agentcore.jobs import Job
 from agentcore.port.handle import CRASHED, Channel, Handle
 from agentcore.port.labels import Labeller, detail_text
 from agentcore.standins.model import ScriptedModel, job_origin
+from agentcore.standins.person import ScriptedPerson
 from agentcore.standins.tracker import Refused, Tracker
 
 THREAD_ID = "thread-1"  # the one job run's identity
@@ -99,11 +101,15 @@ class World:
     job: Job
     model: ScriptedModel
     tracker: Tracker = field(default_factory=lambda: Tracker("keyed"))
+    person: ScriptedPerson | None = None
 
     @classmethod
-    def fresh(cls, job: Job, model: str, seed: int, tracker_fault: str = "none") -> World:
+    def fresh(
+        cls, job: Job, model: str, seed: int, tracker_fault: str = "none", person_faults: str = "truthful"
+    ) -> World:
         tracker = Tracker("keyed", tracker_fault)
-        return cls(job, ScriptedModel(job, model, seed, effect=tracker.find), tracker)
+        person = ScriptedPerson(tracker, person_faults, seed)
+        return cls(job, ScriptedModel(job, model, seed, effect=tracker.find), tracker, person)
 
 
 def answer(world: World, message: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, str] | None]:
@@ -116,6 +122,9 @@ def answer(world: World, message: dict[str, Any]) -> tuple[dict[str, Any], tuple
         return {}, (str(message["kind"]), str(message.get("detail", "")))
     if op == "tool":
         return _tool(world, message)
+    if op == "person" and world.person is not None:
+        origin = job_origin((0, str(message["call_id"])))
+        return {"result": world.person.did_it_happen(origin, None, None, "asked by the target")}, None
     return {"error": f"unknown request {op!r}"}, None
 
 
@@ -150,18 +159,21 @@ class Server:
         memory: int = 2 << 30,
         network: bool = True,
         tracker_fault: str = "none",
+        person_faults: str = "truthful",
     ) -> None:
         if tracker_fault.partition(":")[0] == "crash":
             raise ValueError("the tracker stand-in lives in the fork server, which is never crashed: no fault crash")
-        Tracker("keyed", tracker_fault)  # a fault it does not know: ConfigError before the first scenario
+        if person_faults.partition(":")[0] == "deny":
+            raise ValueError("the port's person answers 'did it happen?' only: it decides no approvals (no deny:P)")
+        World.fresh(job, model, seed, tracker_fault, person_faults)  # an unknown fault: ConfigError now
         self.target, self.job, self.model, self.seed = target, job, model, seed
-        self.tracker_fault = tracker_fault
+        self.tracker_fault, self.person_faults = tracker_fault, person_faults
         self.timeout, self.memory = timeout, memory
         self.network = probe_network() if network else "not isolated: not asked"
 
     def play(self, plan: list[str]) -> dict[str, Any]:
         """One scenario: the processes of `plan`, then one to the end; what each met and the world after."""
-        world = World.fresh(self.job, self.model, self.seed, self.tracker_fault)
+        world = World.fresh(self.job, self.model, self.seed, self.tracker_fault, self.person_faults)
         workdir = tempfile.mkdtemp(prefix="agentcore-port-")
         out: dict[str, Any] = {
             "plan": plan,
@@ -188,6 +200,7 @@ class Server:
             shutil.rmtree(workdir, ignore_errors=True)
         out["tracker"] = world.tracker.snapshot()
         out["model_calls"] = world.model.calls
+        out["asks"] = world.person.asks if world.person else 0
         return out
 
     def _process(

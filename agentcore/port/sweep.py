@@ -98,6 +98,7 @@ def server_argv(
     seed: int = 0,
     timeout: float = 30.0,
     tracker_fault: str = "none",
+    person_faults: str = "truthful",
 ) -> list[str]:
     return [
         python or sys.executable,
@@ -116,6 +117,8 @@ def server_argv(
         str(timeout),
         "--tracker-fault",
         tracker_fault,
+        "--person-faults",
+        person_faults,
     ]
 
 
@@ -192,7 +195,7 @@ def record(target: str, job: Job, truth: Truth, outcome: dict[str, Any], points:
         truth.wrong(tracker.effects),
         0,
         0,
-        0,
+        outcome.get("asks", 0),
         0,
         0,
         calls,
@@ -218,6 +221,7 @@ def sweep_target(
     samples: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     tracker_fault: str = "none",
+    person_faults: str = "truthful",
 ) -> TargetSweep:
     """Sweep `target` on `job` (read from `job_path` by the server too) to `depth`; see the rules."""
     if depth not in (1, 2, 3):
@@ -227,7 +231,14 @@ def sweep_target(
 
     def one_pass(i: int) -> TargetSweep:
         argv = server_argv(
-            target, job_path, python=python, model=model, seed=seed + i, timeout=timeout, tracker_fault=tracker_fault
+            target,
+            job_path,
+            python=python,
+            model=model,
+            seed=seed + i,
+            timeout=timeout,
+            tracker_fault=tracker_fault,
+            person_faults=person_faults,
         )
         return _pass(target, job, depth, [Served(argv) for _ in range(max(1, workers))], model, progress)
 
