@@ -69,6 +69,7 @@ EXAMPLES = {
     "plain-naive": "examples.plain_loop:naive",
     "plain-keyed-late": "examples.plain_loop:keyed_late",
     "plain-keyed": "examples.plain_loop:keyed",
+    "plain-asking": "examples.plain_loop:asking",
 }
 LANGGRAPH_EXAMPLES = {
     f"langgraph-{name.replace('_', '-')}": f"examples.langgraph_triage:{name}"
