@@ -149,6 +149,11 @@ def is_target(config: dict[str, Any]) -> bool:
     return str(config.get("design", "")).startswith(DESIGN)
 
 
+def design_column(config: dict[str, Any]) -> str:
+    """What a configuration's scenario rows hold in their design column (a target's: its name)."""
+    return str(config["design"]).removeprefix(DESIGN)
+
+
 def _job_file(job_source: str) -> str:
     """A file holding the job's text (the fork server reads its job from a file), one per job."""
     digest = hashlib.sha256(job_source.encode()).hexdigest()[:16]

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 
 from agentcore import DESIGNS, MODES, Kind
+from agentcore.port.labels import KINDS as PORT_KINDS
+from sweeps import targets
 from sweeps.limits import MAX_PAGE, MAX_POINT, MAX_URL_CHARS
 from sweeps.models import Scenario, Sweep
 from sweeps.selectors import METRICS
@@ -85,6 +87,12 @@ class ScenarioFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.sweep = sweep
         self.fields["config"].choices = [("", "any")] + [(str(i), c["name"]) for i, c in enumerate(sweep.configs)]
+        # A registered target's rows name it in their design column (sweeps.targets), and its points
+        # are the port's kinds.
+        own = dict.fromkeys(targets.design_column(c) for c in sweep.configs if targets.is_target(c))
+        if own:
+            self.fields["design"].choices += [(d, d) for d in own]
+            self.fields["first_kind"].choices += [(k, k) for k in PORT_KINDS]
         if sweep.depth != 3:  # no thrice scenario: no third-point filters (the parameters are ignored)
             for name in self.THIRD:
                 del self.fields[name]

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q, QuerySet, Sum
 
-from sweeps import pagecache
+from sweeps import pagecache, targets
 from sweeps.limits import EXPORT_PAGE_ROWS
 from sweeps.models import Chunk, Question, Scenario, Sweep
 from sweeps.schema import LIST_FIELDS, SCENARIO_ORDER, row_fields
@@ -64,6 +64,11 @@ def point_labels(sweep: Sweep) -> dict[tuple[int, int], str]:
     return {(c, f): label for c, f, label in rows}
 
 
+def _column(config: dict[str, Any], name: str) -> Any:
+    """A configuration's value as its scenario rows store it (a target's design: its name)."""
+    return targets.design_column(config) if name == "design" else config.get(name)
+
+
 def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenario]:
     """A sweep's scenarios narrowed by the list's filters (None or "" means no filter)."""
     qs = Scenario.objects.filter(sweep=sweep)
@@ -77,7 +82,7 @@ def scenario_filter(sweep: Sweep, filters: Mapping[str, Any]) -> QuerySet[Scenar
     wanted = {k: exact[k] for k in ("design", "tracker") if exact[k] not in (None, "")}
     if wanted:
         qs = qs.filter(
-            config__in=[i for i, c in enumerate(sweep.configs) if all(c.get(k) == v for k, v in wanted.items())]
+            config__in=[i for i, c in enumerate(sweep.configs) if all(_column(c, k) == v for k, v in wanted.items())]
         )
     flags = {
         "twice": Q(second_point__gt=0),

@@ -78,7 +78,11 @@ def _table(sweep: Sweep) -> dict[str, Any]:
     groups = selectors.row_configs(sweep.configs)
     for i, row in enumerate(table["rows"]):
         # A sampled target's row stands for its passes' configurations: its numbers open all of them.
-        which = {"config": groups[i][0]} if len(groups[i]) == 1 else {"design": _design_column(sweep, groups[i][0])}
+        which = (
+            {"config": groups[i][0]}
+            if len(groups[i]) == 1
+            else {"design": targets.design_column(sweep.configs[groups[i][0]])}
+        )
         waiting = row["waiting"]
         not_final = (
             f"not final: {waiting} scenario{pluralize(waiting)} of this row wait{pluralize(waiting, 's,')} "
@@ -106,12 +110,6 @@ def _table(sweep: Sweep) -> dict[str, Any]:
             }
         )
     return {"partial": table["partial"], "waiting": table["waiting"], "rows": rows}
-
-
-def _design_column(sweep: Sweep, config: int) -> str:
-    """What a configuration's scenario rows hold in their design column (a target's: its name)."""
-    design = sweep.configs[config]["design"]
-    return design.removeprefix(targets.DESIGN)
 
 
 def _stalled(sweep: Sweep, progress: dict[str, Any]) -> bool:

@@ -275,5 +275,9 @@ def test_a_target_s_page_names_its_runtime_and_its_sampled_rates(client, setting
     assert "threaded [sampled, k=5]" in page and "plain Python (no agent runtime imported)" in page
     assert "95% CI" in page and page.count("threaded [sampled, k=5]</a>") == 1  # its passes in one row
     assert "design=threaded" in page  # its numbers open every pass's scenarios
+    listed = client.get(reverse("sweeps:scenarios", args=[sweep.pk]) + "?design=threaded&first_kind=put")
+    assert listed.status_code == 200, text(listed)
+    stored = sweep.scenarios.filter(design="threaded", first_kind="put").count()
+    assert stored > 0 and f'id="count">{stored}<' in text(listed)
     heatmap = client.get(reverse("sweeps:heatmap", args=[sweep.pk]))
     assert heatmap.status_code == 200
