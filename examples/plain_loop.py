@@ -28,8 +28,8 @@ from typing import Any
 from agentcore.port import Handle
 
 
-def loop(handle: Handle, *, keyed: bool, save_reply: bool) -> str:
-    state: dict[str, Any] = handle.store.load() or {"turn": 0, "reply": None, "results": {}}
+def loop(handle: Handle, *, keyed: bool, save_reply: bool, asks: bool = False) -> str:
+    state: dict[str, Any] = handle.store.load() or {"turn": 0, "reply": None, "results": {}, "tried": []}
     while True:
         turn, reply = state["turn"], state["reply"]
         if reply is None:
@@ -42,8 +42,14 @@ def loop(handle: Handle, *, keyed: bool, save_reply: bool) -> str:
         for call in reply:
             if call["id"] in state["results"]:
                 continue
-            key = handle.key(call["id"]) if keyed else None
-            state["results"][call["id"]] = handle.tools.call(call["tool"], call["args"], call_id=call["id"], key=key)
+            result = handle.person.did_it_happen(call["id"]) if call["id"] in state["tried"] else None
+            if result is None:
+                if asks:  # the attempt marker: a restart that finds it asks before calling again
+                    state["tried"].append(call["id"])
+                    handle.store.save(state, f"tried {call['id']}")
+                key = handle.key(call["id"]) if keyed else None
+                result = handle.tools.call(call["tool"], call["args"], call_id=call["id"], key=key)
+            state["results"][call["id"]] = result
             handle.store.save(state, f"result {call['id']}")
         state["turn"], state["reply"] = turn + 1, None
         handle.store.save(state, f"turn={turn} closed")
@@ -62,24 +68,4 @@ def keyed(handle: Handle) -> str:
 
 
 def asking(handle: Handle) -> str:
-    state: dict[str, Any] = handle.store.load() or {"turn": 0, "reply": None, "results": {}, "tried": []}
-    while True:
-        turn, reply = state["turn"], state["reply"]
-        if reply is None:
-            reply = handle.model.ask(turn, state["results"])
-            if isinstance(reply, str):
-                return reply
-            state["reply"] = reply
-            handle.store.save(state, f"reply turn={turn}")
-        for call in reply:
-            if call["id"] in state["results"]:
-                continue
-            result = handle.person.did_it_happen(call["id"]) if call["id"] in state["tried"] else None
-            if result is None:
-                state["tried"].append(call["id"])
-                handle.store.save(state, f"tried {call['id']}")
-                result = handle.tools.call(call["tool"], call["args"], call_id=call["id"])
-            state["results"][call["id"]] = result
-            handle.store.save(state, f"result {call['id']}")
-        state["turn"], state["reply"] = turn + 1, None
-        handle.store.save(state, f"turn={turn} closed")
+    return loop(handle, keyed=False, save_reply=True, asks=True)
