@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,10 +20,9 @@ from typing import Any
 import agentcore as audit
 import agentcore as sweep
 from agentcore import CONDITIONS, MODES, AgentcoreError, BadInput, Condition, ConfigError, designs, jobs, key, report
-from agentcore.conditions import TARGET_TAKES
 from agentcore.limits import DEFAULT_SWEEP_DEPTH, SWEEP_DEPTHS
 from agentcore.progress import Progress
-from agentcore.records import table_row
+from agentcore.records import check_writable
 
 SITE = "http://127.0.0.1:8000"  # the dashboard the audit's witness links go to, unless --site says
 
@@ -113,13 +111,14 @@ def add_sweep_commands(
     return [t, s]
 
 
-def add_target_options(s: argparse.ArgumentParser) -> None:
-    """`sweep --target`'s options: a user's loop instead of a design (agentcore.port)."""
+def add_target_options(s: argparse.ArgumentParser, many: bool = False) -> None:
+    """`--target`'s options: a user's loop instead of a design (agentcore.port); `many`: repeatable."""
     s.add_argument(
         "--target",
         metavar="MODULE:ATTR",
-        help="sweep your own loop through agentcore.port "
-        "instead of a design (its model asked again mints fresh call IDs unless --model says)",
+        action="append" if many else "store",
+        help="sweep your own loop through agentcore.port instead of a design (its model asked again "
+        "mints fresh call IDs unless --model says)" + ("; repeatable: a row each" if many else ""),
     )
     s.add_argument("--python", metavar="PATH", help="the interpreter the target runs in (default this one)")
     s.add_argument("--timeout", type=float, default=30.0, help="seconds per process of a target (default 30)")
@@ -138,6 +137,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     table, one = add_sweep_commands(sub)
     add_target_options(one)
+    add_target_options(table, many=True)
     for s in (table, one):
         s.add_argument(
             "--no-merge",
@@ -199,10 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "key":
             print(key(args.run_id, args.call_id))
             return 0
+        if args.target:  # a user's loop through the port (imported here: `import agentcore` loads none of it)
+            from agentcore.port import commands
+
+            if args.command == "audit":
+                return commands.audit(args)
+            given = list(sys.argv[1:] if argv is None else argv)
+            return commands.sweep(args, given, args.target if args.command == "table" else [args.target])
         if args.command == "audit":
-            return _audit_target(args) if args.target else _audit(args)
-        if args.command == "sweep" and args.target:
-            return _target(args, list(sys.argv[1:] if argv is None else argv))
+            return _audit(args)
         if args.command == "sweep" and not (args.design and args.tracker):
             raise BadInput("sweep needs --design and --tracker, or --target")
         job = jobs.load(args.job)
@@ -213,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             design = designs.get(args.design, tuple(args.bug))
             configs = [sweep.Config(job, design, args.tracker, runs=args.runs, **conditions)]
         if args.records:
-            _check_writable(args.records)
+            check_writable(args.records)
         progress = Progress("sweeping")
         try:
             result = sweep.sweep(
@@ -242,70 +247,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("agentcore: interrupted", file=sys.stderr)
         return 130
-
-
-def _target(args: argparse.Namespace, argv: list[str]) -> int:
-    """A user's loop swept through the port: the conditions a target takes (the model, its seed);
-    the others are refused rather than ignored."""
-    from agentcore.port import sweep_target  # here: `import agentcore` loads none of the port
-    from agentcore.port.sweep import runtime_of
-
-    unusable = [c.flag for c in CONDITIONS if c.name not in TARGET_TAKES and getattr(args, c.name) != c.text(c.default)]
-    if args.design or args.tracker or args.bug or args.runs != 1 or unusable:
-        given = ", ".join(
-            ["--design"] * bool(args.design)
-            + ["--tracker"] * bool(args.tracker)
-            + ["--bug"] * bool(args.bug)
-            + ["--runs"] * (args.runs != 1)
-            + unusable
-        )
-        raise BadInput(
-            f"--target takes none of {given} (a target's sweep has the panic crash model and the chapter's world "
-            "but for the model, its seed, the tracker's fault and the person's)"
-        )
-    if args.records:
-        _check_writable(args.records)
-    model = args.model if any(a == "--model" or a.startswith("--model=") for a in argv) else "fresh-ids"
-    job = jobs.load(args.job)
-    progress = Progress("sweeping", unit="scenarios")  # a target's are played one by one, not in chunks
-    try:
-        result = sweep_target(
-            args.target,
-            job,
-            args.job,
-            depth=args.depth,
-            workers=args.workers,
-            python=args.python,
-            model=model,
-            seed=int(args.seed),
-            timeout=args.timeout,
-            samples=args.samples,
-            progress=progress,
-            tracker_fault=args.tracker_fault,
-            person_faults=args.person_faults,
-        )
-    finally:
-        progress.close()
-    print(
-        f"{len(result.records)} scenarios over {len(result.labels)} points; model {model}; children's network: "
-        f"{result.hello['network']}; Python {result.hello['python']}; runtime: "
-        f"{runtime_of(result.hello.get('versions', {}))}",
-        file=sys.stderr,
-    )
-    if args.records:
-        with open(args.records, "w") as f:
-            for rec in result.records:
-                f.write(json.dumps(rec.to_dict()) + "\n")
-    # A sampled row says so in its name, with its k: its counts are a sample's, not exact (a target that
-    # is not deterministic played once, --samples 1, is a sample of one).
-    sampled = result.samples > 1 or not result.ordered
-    name = f"{args.target} [sampled, k={result.samples}]" if sampled else args.target
-    sys.stdout.write(report.render([table_row(name, result.records)], args.format))
-    if sampled:
-        from agentcore.port.sampled import summary
-
-        print(summary(result.records, result.samples), file=sys.stdout if args.format == "text" else sys.stderr)
-    return 0
 
 
 def _audit(args: argparse.Namespace) -> int:
@@ -343,47 +284,3 @@ def _audit(args: argparse.Namespace) -> int:
     sys.stdout.write(audit.render_audit(result, args.format))
     print(f"audit: {result.scenarios} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
     return 0
-
-
-def _audit_target(args: argparse.Namespace) -> int:
-    """`audit --target`: the target under every world that applies (agentcore.port.audit)."""
-    from agentcore.port.audit import audit_target, render  # here: `import agentcore` loads none of the port
-
-    if args.design or args.tracker or args.bug or args.format == "markdown":
-        raise BadInput("audit --target takes no --design, --tracker, --bug or --format markdown")
-    worlds = tuple(audit.world(w) for w in args.world) if args.world else audit.WORLDS
-    shown: list[Progress] = []
-
-    def progress(world: str) -> Callable[[int, int], None]:
-        if shown:
-            shown[-1].close()
-        shown.append(Progress(f"auditing under {world}", unit="scenarios"))
-        return shown[-1]
-
-    start = time.monotonic()
-    try:
-        result = audit_target(
-            args.target,
-            jobs.load(args.job),
-            args.job,
-            worlds=worlds,
-            depth=args.depth,
-            progress=progress,
-            workers=args.workers,
-            python=args.python,
-            timeout=args.timeout,
-            samples=args.samples,
-        )
-    finally:
-        if shown:
-            shown[-1].close()
-    sys.stdout.write(render(result, args.format))
-    played = sum(len(r.sweep.records) for r in result.rows)
-    print(f"audit: {played} scenarios in {time.monotonic() - start:.1f} s", file=sys.stderr)
-    return 0
-
-
-def _check_writable(path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise BadInput(f"--records {path}: folder {folder} does not exist")

@@ -31,6 +31,7 @@ Rules:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -171,3 +172,10 @@ def table_row(name: str, records: list[ScenarioRecord]) -> TableRow:
     for r in records:
         row.add(r)
     return row
+
+
+def check_writable(path: str) -> None:
+    """A records file (--records PATH) can be written: its folder exists (checked before a sweep runs)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BadInput(f"--records {path}: folder {folder} does not exist")

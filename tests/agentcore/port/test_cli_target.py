@@ -57,3 +57,19 @@ def test_a_target_sweep_names_the_runtime_it_was_measured_on():
     p = run("--target", "examples.plain_loop:keyed", "--depth", "1")
     assert p.returncode == 0, p.stderr
     assert f"Python {sys.version.split()[0]}; runtime: plain Python (no agent runtime imported)" in p.stderr
+
+
+def test_table_sweeps_a_row_per_target_under_the_same_conditions():
+    p = subprocess.run(
+        [sys.executable, "-m", "agentcore", "table", "--depth", "1", "--format", "csv"]
+        + ["--target", "examples.plain_loop:naive", "--target", "examples.plain_loop:keyed_late", "--model", "fixed"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[1].startswith("examples.plain_loop:naive,12,0,3,") and lines[2].startswith(
+        "examples.plain_loop:keyed_late,12,0,0,0,0,"  # a repeating model: the late key looks clean
+    )
+    assert "examples.plain_loop:naive: 12 scenarios over 12 points; model fixed" in p.stderr
