@@ -4,7 +4,7 @@ scenario it is sent by forking one child per process of it, holding the world it
 Rules:
 - Protocol on stdin/stdout, one JSON object per line: the server first says hello (its Python, the
   target, the versions of the distributions the target imported, whether children run without
-  network); then each request {"plan": [label, ...]}
+  network); then each request {"plan": [label, ...], "seed": N (optional: the server's)}
   gets one outcome (`play`'s; its `threads`: how many threads of the last process met points).
   Nothing else is written to stdout: a child's stdout goes to stderr.
 - The world of a scenario (the scripted model, the tracker stand-in with its fault: ttl:N or
@@ -171,9 +171,12 @@ class Server:
         self.timeout, self.memory = timeout, memory
         self.network = probe_network() if network else "not isolated: not asked"
 
-    def play(self, plan: list[str]) -> dict[str, Any]:
-        """One scenario: the processes of `plan`, then one to the end; what each met and the world after."""
-        world = World.fresh(self.job, self.model, self.seed, self.tracker_fault, self.person_faults)
+    def play(self, plan: list[str], seed: int | None = None) -> dict[str, Any]:
+        """One scenario: the processes of `plan`, then one to the end; what each met and the world after.
+        `seed`: the world's seed for this scenario (a sampled sweep's pass), else the server's."""
+        world = World.fresh(
+            self.job, self.model, self.seed if seed is None else seed, self.tracker_fault, self.person_faults
+        )
         workdir = tempfile.mkdtemp(prefix="agentcore-port-")
         out: dict[str, Any] = {
             "plan": plan,
@@ -309,5 +312,5 @@ def serve(server: Server, target_name: str, rfile: Any = None, wfile: Any = None
     wfile.flush()
     for line in rfile:
         request = json.loads(line)
-        wfile.write(json.dumps(server.play(list(request["plan"]))) + "\n")
+        wfile.write(json.dumps(server.play(list(request["plan"]), request.get("seed"))) + "\n")
         wfile.flush()

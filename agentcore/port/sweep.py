@@ -13,7 +13,8 @@ Rules:
   tracker stand-in's mode (keyed: it honours a key the target sends); duplicates and missing are
   counted against the job script, model calls against the job's replies, as for any sweep.
 - `samples` > 1 (a runtime that is not deterministic): the whole sweep above runs that many passes,
-  pass i with its own servers on seed + i and its own uninterrupted runs and restarts, and the
+  pass i on the same servers with its worlds seeded seed + i (each request names its seed: the
+  target is imported once per sweep, not once per pass), its own uninterrupted runs and restarts, and the
   records of all passes are kept; agentcore.port.sampled turns them into rates with intervals.
   Left unsaid (None), a target is not deterministic, and gets AUTO_SAMPLES passes (its counts are
   never shown as exact), when its two uninterrupted runs met their points in different orders or
@@ -75,9 +76,12 @@ class Served:
             raise TargetError(last.removeprefix("error: "))
         self.hello: dict[str, Any] = json.loads(line)
 
-    def play(self, plan: Sequence[str]) -> dict[str, Any]:
+    def play(self, plan: Sequence[str], seed: int | None = None) -> dict[str, Any]:
         assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(json.dumps({"plan": list(plan)}) + "\n")
+        request: dict[str, Any] = {"plan": list(plan)}
+        if seed is not None:
+            request["seed"] = seed
+        self.proc.stdin.write(json.dumps(request) + "\n")
         line = self.proc.stdout.readline()
         if not line:
             raise TargetError(f"the fork server died playing {list(plan)}")
@@ -136,7 +140,10 @@ class TargetSweep:
 
 
 def play_all(
-    servers: list[Served], todo: list[tuple[str, ...]], progress: Callable[[int, int], None] | None = None
+    servers: list[Served],
+    todo: list[tuple[str, ...]],
+    progress: Callable[[int, int], None] | None = None,
+    seed: int | None = None,
 ) -> dict[tuple[str, ...], dict[str, Any]]:
     """Each plan's outcome, the plans spread over the servers (a thread per server)."""
     queue: Queue[tuple[str, ...] | None] = Queue()
@@ -149,7 +156,7 @@ def play_all(
     def work(server: Served) -> None:
         while (plan := queue.get()) is not None and not errors:
             try:
-                outcome = server.play(plan)
+                outcome = server.play(plan, seed)
             except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
                 errors.append(e)
                 return
@@ -229,25 +236,28 @@ def sweep_target(
     if samples is not None and samples < 1:
         raise BadInput(f"samples must be 1 or more, not {samples}")
 
-    def one_pass(i: int) -> TargetSweep:
-        argv = server_argv(
-            target,
-            job_path,
-            python=python,
-            model=model,
-            seed=seed + i,
-            timeout=timeout,
-            tracker_fault=tracker_fault,
-            person_faults=person_faults,
-        )
-        return _pass(target, job, depth, [Served(argv) for _ in range(max(1, workers))], model, progress)
-
-    result = one_pass(0)
-    passes = samples if samples is not None else 1 if result.ordered else AUTO_SAMPLES
-    for i in range(1, passes):
-        more = one_pass(i)
-        result.records += more.records
-        result.ordered = result.ordered and more.ordered
+    argv = server_argv(
+        target,
+        job_path,
+        python=python,
+        model=model,
+        seed=seed,
+        timeout=timeout,
+        tracker_fault=tracker_fault,
+        person_faults=person_faults,
+    )
+    servers: list[Served] = []
+    try:
+        servers += [Served(argv) for _ in range(max(1, workers))]
+        result = _pass(target, job, depth, servers, model, progress, seed)
+        passes = samples if samples is not None else 1 if result.ordered else AUTO_SAMPLES
+        for i in range(1, passes):
+            more = _pass(target, job, depth, servers, model, progress, seed + i)
+            result.records += more.records
+            result.ordered = result.ordered and more.ordered
+    finally:
+        for s in servers:
+            s.close()
     result.samples = passes
     return result
 
@@ -263,10 +273,10 @@ class Uninterrupted:
     truth: Truth
 
 
-def uninterrupted(server: Served, target: str, job: Job) -> Uninterrupted:
-    """Play the target twice uncrashed on `server`; TargetError if a run does not finish or the two
-    meet different sets of points (see the rules)."""
-    first, again = server.play(()), server.play(())
+def uninterrupted(server: Served, target: str, job: Job, seed: int | None = None) -> Uninterrupted:
+    """Play the target twice uncrashed on `server` (its worlds seeded with `seed`, else the server's);
+    TargetError if a run does not finish or the two meet different sets of points (see the rules)."""
+    first, again = server.play((), seed), server.play((), seed)
     for o in (first, again):
         if o["status"] != "done":
             raise TargetError(f"target {target}: its uninterrupted run ended {o['status']}: {o['error']}")
@@ -332,22 +342,19 @@ def _pass(
     servers: list[Served],
     model: str,
     progress: Callable[[int, int], None] | None,
+    seed: int,
 ) -> TargetSweep:
-    """One pass of the sweep on its own servers (closed at the end)."""
-    try:
-        runs = uninterrupted(servers[0], target, job)
-        labels = runs.labels
-        result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
-        result.ordered = runs.ordered
-        outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
-        for d in range(1, depth + 1):
-            restarts = {p: o["labels"][-1] for p, o in outcomes.items() if not o["missed"]}
-            todo = [p for p in plans(labels, restarts, d) if len(p) == d]
-            outcomes |= play_all(servers, todo, progress)
-        for plan, o in outcomes.items():
-            met = [labels] + [outcomes[plan[:i]]["labels"][-1] for i in range(1, len(plan))]
-            result.records.append(record(target, job, runs.truth, o, met))
-        return result
-    finally:
-        for s in servers:
-            s.close()
+    """One pass of the sweep on `servers`, its worlds seeded with `seed`."""
+    runs = uninterrupted(servers[0], target, job, seed)
+    labels = runs.labels
+    result = TargetSweep(target, job, model, depth, servers[0].hello, labels)
+    result.ordered = runs.ordered
+    outcomes: dict[tuple[str, ...], dict[str, Any]] = {}
+    for d in range(1, depth + 1):
+        restarts = {p: o["labels"][-1] for p, o in outcomes.items() if not o["missed"]}
+        todo = [p for p in plans(labels, restarts, d) if len(p) == d]
+        outcomes |= play_all(servers, todo, progress, seed)
+    for plan, o in outcomes.items():
+        met = [labels] + [outcomes[plan[:i]]["labels"][-1] for i in range(1, len(plan))]
+        result.records.append(record(target, job, runs.truth, o, met))
+    return result
