@@ -152,26 +152,35 @@ serve: $(STAMP)
 # Lint, then pytest on the embedded default (SQLite, filesystem broker), then the tests marked
 # `services` on PostgreSQL and Redis when they answer (skipped with the reason if not, unless
 # REQUIRE_SERVICES=1, as on CI). Exit status 5 (no tests collected) is not a failure.
-# The first pass uses both cores: agentcore's and the browser's tests (a pytest session and temp folder
-# of their own) run beside the dashboard's, their output shown when both have ended; then the tests
-# that time things (the fault tests' seconds from a kill to a re-run, the pages' time budgets) run
-# alone, so that nothing else competes with them for the cores.
+# The first pass runs four pytest sessions at once (each with its own database, broker folder, queue
+# and workers; their tests wait on processes, workers and the browser more than they compute, so four
+# keep the two cores busier than two did): agentcore's, the browser's, the dashboard's views, services,
+# work queue, project and fuzz tests, and the rest of the dashboard's (the foreground one); the others'
+# output is shown when all have ended. Then the tests that time things (the fault tests' seconds from a
+# kill to a re-run, the pages' time budgets) run alone, so that nothing else competes with them.
 # The fault tests (`faults`) run in both passes: worker kills on SQLite and the filesystem broker
 # in the first; worker kills and a broker restart on PostgreSQL and a private redis-server (a free
 # port, started and stopped by the tests; never the shared one) in the second.
 ok = [ $$1 -eq 0 ] || [ $$1 -eq 5 ]
-# The two halves of the first pass take like times (agentcore's computation and the browser's waits
-# against the dashboard's many short database tests); the LangGraph adapter's sweeps (a fork server's
-# passes) run in the dashboard's half, which has room for them.
-BESIDE := $(filter-out %/adapters %/__init__.py %/__pycache__,$(wildcard tests/agentcore/*)) tests/e2e
+BESIDE_1 := tests/agentcore
+BESIDE_2 := tests/e2e
+BESIDE_3 := tests/sweeps/views tests/sweeps/services tests/sweeps/workqueue tests/sweepsite tests/bench \
+	tests/test_readme.py tests/sweeps/test_fuzz.py
+FIRST_PASS := -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS)
 test: $(STAMP) $(EXTRAS) lint
-	@echo "== pytest: SQLite and the filesystem broker: the dashboard's tests beside agentcore's and the browser's =="
-	@log=$$(mktemp); \
-	$(PY) -m pytest $(BESIDE) -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS) >$$log 2>&1 & agent=$$!; \
-	$(PY) -m pytest $(BESIDE:%=--ignore=%) -m "($(NOT_SERVICES)) and not faults and not perf" $(PYTEST_ARGS); rc=$$?; \
-	wait $$agent; arc=$$?; \
-	echo "== pytest $(BESIDE) (ran beside the above) =="; cat $$log; rm -f $$log; \
-	set -- $$rc; $(ok) || exit $$rc; set -- $$arc; $(ok) || exit $$arc
+	@echo "== pytest: SQLite and the filesystem broker: four sessions at once (the others' output after this one's) =="
+	@pids=""; logs=""; \
+	for group in "$(BESIDE_1)" "$(BESIDE_2)" "$(BESIDE_3)"; do \
+		log=$$(mktemp); logs="$$logs $$log"; \
+		$(PY) -m pytest $$group $(FIRST_PASS) >$$log 2>&1 & pids="$$pids $$!"; \
+	done; \
+	$(PY) -m pytest $(foreach p,$(BESIDE_1) $(BESIDE_2) $(BESIDE_3),--ignore=$(p)) $(FIRST_PASS); rc=$$?; \
+	failed=0; set -- $$logs; \
+	for pid in $$pids; do \
+		wait $$pid; r=$$?; echo "== pytest (ran beside the above) =="; cat $$1; rm -f $$1; shift; \
+		[ $$r -eq 0 ] || [ $$r -eq 5 ] || failed=$$r; \
+	done; \
+	set -- $$rc; $(ok) || exit $$rc; [ $$failed -eq 0 ] || exit $$failed
 	@echo "== pytest: SQLite and the filesystem broker: the timed tests alone (faults, page budgets) =="
 	@$(PY) -m pytest --ignore=tests/agentcore -m "($(NOT_SERVICES)) and (faults or perf)" $(PYTEST_ARGS); rc=$$?; \
 	[ $$rc -eq 0 ] || [ $$rc -eq 5 ] || exit $$rc
