@@ -46,16 +46,21 @@ def test_keyed_tools_after_sync_saves_double_nothing():
     assert table_row("keyed", sweep("keyed_sync", depth=1, samples=2).records).with_dups == 0
 
 
-def test_a_sync_stategraph_s_tools_run_in_threads_so_its_sweep_is_a_sample_unasked():
+@pytest.fixture(scope="module")
+def keyed_exit():
+    """keyed_exit swept unasked (its passes left to the port), shared by the two tests that read it."""
+    return sweep("keyed_exit", depth=1)
+
+
+def test_a_sync_stategraph_s_tools_run_in_threads_so_its_sweep_is_a_sample_unasked(keyed_exit):
     from agentcore.port.sweep import AUTO_SAMPLES
 
-    result = sweep("keyed_exit", depth=1)
-    assert not result.ordered and result.samples == AUTO_SAMPLES
+    assert not keyed_exit.ordered and keyed_exit.samples == AUTO_SAMPLES
 
 
-def test_with_exit_durability_a_key_from_fresh_call_ids_doubles_what_no_key_doubles():
-    naive, keyed = (per_pass(sweep(t, depth=1, samples=2)) for t in ("naive_exit", "keyed_exit"))
-    assert naive == keyed == (8, 6, 0)
+def test_with_exit_durability_a_key_from_fresh_call_ids_doubles_what_no_key_doubles(keyed_exit):
+    naive = per_pass(sweep("naive_exit", depth=1, samples=2))
+    assert naive == per_pass(keyed_exit) == (8, 6, 0)
 
 
 def test_a_model_that_repeats_its_ids_certifies_that_key_wrongly():
