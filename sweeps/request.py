@@ -81,17 +81,19 @@ def launch_request(
     given = conditions_from(conditions)
     job = clean_settings(job_source, depth, runs, person, source_name, given, job)
     if targets:
-        return _target_request(job, job_source, source_name, list(targets), depth, runs, person, given, name, notes)
-    clean = clean_configs(list(configs))
-    planned, chunks, run_steps = checked_plan(job, job_source, clean, depth, runs, person, given, PLAN_BUDGET)
-    # A launch's planning plays each configuration's run for its points and for its truth.
-    if 2 * run_steps > LAUNCH_STEPS:
-        raise cost.refusal("planning this sweep's chunks", 2 * run_steps, LAUNCH_STEPS)
+        stored, chunk_list, planned = _target_plan(job, job_source, list(targets), depth, runs, person, given)
+    else:
+        clean = clean_configs(list(configs))
+        planned, chunks, run_steps = checked_plan(job, job_source, clean, depth, runs, person, given, PLAN_BUDGET)
+        # A launch's planning plays each configuration's run for its points and for its truth.
+        if 2 * run_steps > LAUNCH_STEPS:
+            raise cost.refusal("planning this sweep's chunks", 2 * run_steps, LAUNCH_STEPS)
+        stored, chunk_list = list(chunks.configs), list(chunks.chunks)
     return LaunchRequest(
         job,
         job_source,
         source_name,
-        tuple(chunks.configs),
+        tuple(stored),
         depth,
         runs,
         person,
@@ -99,24 +101,16 @@ def launch_request(
         name,
         notes,
         planned,
-        tuple(chunks.chunks),
+        tuple(chunk_list),
     )
 
 
-def _target_request(
-    job: Job,
-    job_source: str,
-    source_name: str,
-    names: list[str],
-    depth: int,
-    runs: int,
-    person: str,
-    given: Conditions,
-    name: str,
-    notes: str,
-) -> LaunchRequest:
-    """A launch of registered targets (sweeps.targets): their planning runs are the target's own,
-    so a depth-2 or 3 size is an estimate (each restart meets at most the points of a whole run)."""
+def _target_plan(
+    job: Job, job_source: str, names: list[str], depth: int, runs: int, person: str, given: Conditions
+) -> tuple[list[dict[str, Any]], list[Any], Plan]:
+    """A launch of registered targets (sweeps.targets): its configurations, chunks and planned size.
+    Their planning runs are the target's own, so a depth-2 or 3 size is an estimate (each restart
+    meets at most the points of a whole run)."""
     sweep_targets.check_settings(depth, runs, person, given._asdict())
     configs, chunks, planned = sweep_targets.plan_targets(names, job, job_source, given.model, given.seed)
     rows = []
@@ -125,21 +119,7 @@ def _target_request(
         deeper = n * (n + 1) // 2 if depth >= 2 else 0  # a restart after point i meets about n - i + 1
         deepest = deeper * (n + 1) // 3 if depth == 3 else 0
         rows += [(sweep_targets.row_name(p), n, n + deeper + deepest)] * p.samples
-    planned_size = Plan(len(chunks), sum(r[2] for r in rows), depth == 1, tuple(rows))
-    return LaunchRequest(
-        job,
-        job_source,
-        source_name,
-        tuple(configs),
-        depth,
-        runs,
-        person,
-        given,
-        name,
-        notes,
-        planned_size,
-        tuple(chunks),
-    )
+    return list(configs), list(chunks), Plan(len(chunks), sum(r[2] for r in rows), depth == 1, tuple(rows))
 
 
 def preset_configs(data: dict[str, Any]) -> list[dict[str, str]]:
