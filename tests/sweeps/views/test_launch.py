@@ -354,3 +354,10 @@ def test_the_world_s_model_is_not_a_target_s(auth, settings):
     r = auth.post(reverse("sweeps:launch"), launch_data(preset="targets", targets=["naive"], depth="1", model="fickle"))
     assert r.status_code == 400 and "chosen with the agents" in text(r)
     assert not Sweep.objects.exists()
+
+
+def test_the_planned_size_of_registered_agents_is_theirs(auth, settings):
+    settings.SWEEPSITE_TARGETS = "naive=examples.plain_loop:naive"
+    r = auth.post(reverse("sweeps:plan"), launch_data(preset="targets", targets=["naive"], depth="1"))
+    assert r.status_code == 200, r.content
+    assert (r.json()["chunks"], r.json()["scenarios"]) == (12, 12)  # a chunk and a scenario per point at depth 1
